@@ -1,0 +1,150 @@
+#include "base/cuda.hpp"
+
+#include <mutex>
+
+#include "base/config.hpp"
+#include "base/log.hpp"
+
+#if CGDR_HAVE_CUDA
+#include <cuda.h>
+#include <cuda_runtime.h>
+#endif
+
+namespace cgdr::base::cuda {
+namespace {
+
+ChoiceSetting gUseCuda("CGDR_USE_CUDA", "auto", {"auto", "1", "0"},
+                       "GPU support: auto (on when a GPU is usable), 1 (required), 0 (off).",
+                       {"MV2_USE_CUDA"});
+
+struct State {
+  bool usable = false;
+  int devices = 0;
+  std::string why;
+};
+
+#if CGDR_HAVE_CUDA
+using PointerGetAttributesFn = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
+PointerGetAttributesFn gGetAttrs = nullptr;
+#endif
+
+State detect() {
+  State s;
+  if (gUseCuda.get().name == "0") {
+    s.why = "disabled by CGDR_USE_CUDA=0";
+    return s;
+  }
+#if CGDR_HAVE_CUDA
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    s.why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
+    (void)cudaGetLastError();
+  } else if (n == 0) {
+    s.why = "no GPU visible to this process";
+  } else {
+    gGetAttrs = reinterpret_cast<PointerGetAttributesFn>(driverEntry("cuPointerGetAttributes"));
+    if (!gGetAttrs) {
+      s.why = "driver entry point cuPointerGetAttributes not found";
+    } else {
+      s.usable = true;
+      s.devices = n;
+    }
+  }
+#else
+  s.why = "cgdr was built without CUDA (CGDR_WITH_CUDA=OFF)";
+#endif
+  if (!s.usable && gUseCuda.get().name == "1") {
+    CGDR_LOG(kError, kCuda, "CGDR_USE_CUDA=1 but no GPU is usable: %s", s.why.c_str());
+  }
+  CGDR_LOG(kInfo, kCuda, "GPU support %s%s%s", s.usable ? "on" : "off", s.usable ? "" : ": ",
+           s.why.c_str());
+  return s;
+}
+
+const State& state() {
+  static const State s = detect();
+  return s;
+}
+
+}  // namespace
+
+bool usable() { return state().usable; }
+const std::string& whyUnusable() { return state().why; }
+int deviceCount() { return state().devices; }
+
+void* driverEntry(const char* name, int cudaVersion) {
+#if CGDR_HAVE_CUDA
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, cudaVersion, cudaEnableDefault, &q);
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return fn;
+#else
+  return nullptr;
+#endif
+}
+
+bool queryPointer(const void* ptr, bool withRange, PointerAttrs* out) {
+#if CGDR_HAVE_CUDA
+  if (!usable()) return false;
+  unsigned memType = 0;
+  unsigned isManaged = 0;
+  int ordinal = -1;
+  unsigned long long bufferId = 0;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* data[] = {&memType, &isManaged, &ordinal, &bufferId, &start, &size};
+  unsigned n = withRange ? 6 : 3;
+  CUresult r = gGetAttrs(n, attrs, data, reinterpret_cast<CUdeviceptr>(ptr));
+  if (r != CUDA_SUCCESS) return false;
+  PointerAttrs a;
+  if (isManaged) a.type = PointerAttrs::Type::kManaged;
+  else if (memType == CU_MEMORYTYPE_DEVICE) a.type = PointerAttrs::Type::kDevice;
+  else if (memType == CU_MEMORYTYPE_HOST) a.type = PointerAttrs::Type::kHost;
+  else a.type = PointerAttrs::Type::kUnknown;  // not known to CUDA: ordinary host memory or junk
+  a.device = ordinal;
+  a.bufferId = bufferId;
+  a.rangeStart = static_cast<std::uintptr_t>(start);
+  a.rangeSize = size;
+  *out = a;
+  return true;
+#else
+  (void)ptr;
+  (void)withRange;
+  (void)out;
+  return false;
+#endif
+}
+
+std::string describeDevice(int device) {
+#if CGDR_HAVE_CUDA
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "unavailable";
+  }
+  char bus[32];
+  snprintf(bus, sizeof bus, "%04x:%02x:%02x.0", p.pciDomainID, p.pciBusID, p.pciDeviceID);
+  char uuid[64];
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+  snprintf(uuid, sizeof uuid,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return std::string(p.name) + " bus " + bus + " " + uuid + " sm_" + std::to_string(p.major) +
+         std::to_string(p.minor) + " " + std::to_string(p.totalGlobalMem >> 20) + " MiB";
+#else
+  (void)device;
+  return "unavailable";
+#endif
+}
+
+}  // namespace cgdr::base::cuda

@@ -1,0 +1,36 @@
+// Access to CUDA without linking the driver: whether a GPU is usable in this process, and the
+// few driver-API calls cgdr needs, reached through cudaGetDriverEntryPointByVersion.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace cgdr::base::cuda {
+
+// True when cgdr was built with CUDA, CGDR_USE_CUDA allows it, a driver loads and a GPU exists.
+bool usable();
+// Why usable() is false ("" when it is true).
+const std::string& whyUnusable();
+// Number of GPUs this process sees (0 when not usable).
+int deviceCount();
+
+// What the driver says about an address.
+struct PointerAttrs {
+  enum class Type { kUnknown, kHost, kDevice, kManaged } type = Type::kUnknown;
+  int device = -1;                 // owning GPU ordinal for device/managed memory
+  std::uint64_t bufferId = 0;      // unique per allocation, to tell a re-allocation apart
+  std::uintptr_t rangeStart = 0;   // the allocation holding the address
+  std::size_t rangeSize = 0;
+};
+
+// Asks the driver about ptr (cheap for device pointers, ~0.5 us for host pointers).
+// withRange also fetches buffer id and allocation range. Returns false if the query failed.
+bool queryPointer(const void* ptr, bool withRange, PointerAttrs* out);
+
+// Looks up a driver entry point by name (e.g. "cuMemCreate"); nullptr when absent.
+void* driverEntry(const char* name, int cudaVersion = 12000);
+
+// One-line description of the GPU (name, PCI bus id, memory) for cgdr-info.
+std::string describeDevice(int device);
+
+}  // namespace cgdr::base::cuda

@@ -1,0 +1,45 @@
+// An operation cgdr completes itself (a staged send, a receive awaiting its copy to the GPU, an
+// engine transfer...). The engine maps user request handles onto Ops and drives them from the
+// MPI wait/test/probe calls it intercepts.
+#pragma once
+#include <mpi.h>
+
+#include "base/status.hpp"
+
+namespace cgdr::base {
+
+class Op {
+ public:
+  virtual ~Op() = default;
+  // Advances without blocking; returns true once complete. status/error are then final.
+  virtual bool poll() = 0;
+  // MPI_Cancel: tries to cancel; completion still comes through poll().
+  virtual int cancel() { return MPI_SUCCESS; }
+  // Persistent operations (MPI_*_init) start again with start() after each completion.
+  virtual bool persistent() const { return false; }
+  virtual int start() { return MPI_ERR_REQUEST; }
+  // For persistent operations: started and not yet completed-and-seen by the user.
+  virtual bool active() const { return true; }
+  // The user saw the completion (Wait/Test returned it).
+  virtual void retire() {}
+
+  MPI_Status status{};
+  int error = MPI_SUCCESS;
+  // True if the error was already raised through the communicator's handler (by the real MPI).
+  bool errorRaised = false;
+  // A failure cgdr itself detected (CUDA, staging...); the engine raises it on `comm`.
+  Status failure;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+// The status MPI gives for a null or inactive request.
+inline void setEmptyStatus(MPI_Status* st) {
+  if (st == MPI_STATUS_IGNORE) return;
+  st->MPI_SOURCE = MPI_ANY_SOURCE;
+  st->MPI_TAG = MPI_ANY_TAG;
+  st->MPI_ERROR = MPI_SUCCESS;
+  PMPI_Status_set_elements(st, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(st, 0);
+}
+
+}  // namespace cgdr::base

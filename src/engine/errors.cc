@@ -1,0 +1,79 @@
+#include "engine/errors.hpp"
+
+#include <cstring>
+
+#include "base/log.hpp"
+
+namespace cgdr::engine {
+namespace {
+
+struct Entry {
+  base::Errc errc;
+  int mpiClass;
+  const char* text;
+};
+
+const Entry kEntries[] = {
+    {base::Errc::kInvalidBuffer, MPI_ERR_BUFFER,
+     "cgdr: invalid buffer: neither host memory nor a live GPU allocation (freed or foreign "
+     "device pointer?)"},
+    {base::Errc::kCuda, MPI_ERR_OTHER, "cgdr: a CUDA operation on the buffer failed"},
+    {base::Errc::kNoMemory, MPI_ERR_NO_MEM, "cgdr: out of staging or shared memory"},
+    {base::Errc::kSystem, MPI_ERR_OTHER, "cgdr: a system call failed"},
+    {base::Errc::kUnsupported, MPI_ERR_UNSUPPORTED_OPERATION,
+     "cgdr: operation not supported on this kind of buffer"},
+    {base::Errc::kPeerLost, MPI_ERR_OTHER, "cgdr: a co-located peer process vanished"},
+    {base::Errc::kProtocol, MPI_ERR_INTERN, "cgdr: malformed data from a peer"},
+    {base::Errc::kArgument, MPI_ERR_ARG, "cgdr: invalid argument"},
+};
+
+constexpr int kCount = sizeof(kEntries) / sizeof(kEntries[0]);
+int gCodes[kCount];
+bool gInit = false;
+
+// Adds a code to the predefined class if the MPI then reports our text for it (Open MPI);
+// otherwise (MPICH) to a new class of cgdr's own, so the message is not lost.
+int makeCode(const Entry& e) {
+  int code = 0;
+  if (PMPI_Add_error_code(e.mpiClass, &code) == MPI_SUCCESS &&
+      PMPI_Add_error_string(code, e.text) == MPI_SUCCESS) {
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (PMPI_Error_string(code, s, &len) == MPI_SUCCESS && std::strstr(s, "cgdr:")) return code;
+  }
+  int cls = 0;
+  if (PMPI_Add_error_class(&cls) != MPI_SUCCESS || PMPI_Add_error_code(cls, &code) != MPI_SUCCESS)
+    return e.mpiClass;
+  PMPI_Add_error_string(cls, e.text);
+  PMPI_Add_error_string(code, e.text);
+  return code;
+}
+
+}  // namespace
+
+void initErrors() {
+  if (gInit) return;
+  for (int i = 0; i < kCount; ++i) gCodes[i] = makeCode(kEntries[i]);
+  gInit = true;
+}
+
+int errorCode(base::Errc e) {
+  for (int i = 0; i < kCount; ++i)
+    if (kEntries[i].errc == e) return gInit ? gCodes[i] : kEntries[i].mpiClass;
+  return MPI_ERR_INTERN;
+}
+
+int raise(MPI_Comm comm, const base::Status& s) {
+  int code = errorCode(s.code());
+  CGDR_LOG(kError, kP2p, "%s", s.message().c_str());
+  PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
+  return code;
+}
+
+int settleError(MPI_Comm comm, int error, bool raised, const base::Status& failure) {
+  if (error == MPI_SUCCESS || raised) return error;
+  if (failure.isOk()) return raise(comm, base::Status(base::Errc::kCuda, "operation failed"));
+  return raise(comm, failure);
+}
+
+}  // namespace cgdr::engine

@@ -1,0 +1,37 @@
+#include "engine/progress.hpp"
+
+#include <sched.h>
+
+#include "base/config.hpp"
+#include "channel/net/send_order.hpp"
+#include "engine/handles.hpp"
+
+namespace cgdr::engine {
+namespace {
+base::Setting<long long> gSpins("CGDR_POLL_SPINS", "64", "polls",
+                                "Empty polls of a waiting call before it yields the CPU.");
+}
+
+void Backoff::pause() {
+  if (++idle_ >= static_cast<unsigned long long>(gSpins.get())) {
+    sched_yield();
+    idle_ = 0;
+  }
+}
+
+void progressAll() {
+  channel::net::send_order::drainAll();
+  handles::pollDetached();
+}
+
+void beforeBlocking() { channel::net::send_order::flushAll(); }
+
+void waitFor(base::Op& op) {
+  Backoff b;
+  while (!op.poll()) {
+    progressAll();
+    b.pause();
+  }
+}
+
+}  // namespace cgdr::engine

@@ -1,0 +1,50 @@
+// Asynchronous copies between GPU and host memory on cgdr's own streams (one per device and
+// direction, non-blocking with respect to the legacy default stream), tracked by events.
+#pragma once
+#include <cstddef>
+
+#include "base/status.hpp"
+
+namespace cgdr::mem {
+
+enum class CopyDir { kToHost, kToDevice };
+
+// One asynchronous copy; completion is polled or waited for. Move-only.
+class GpuCopy {
+ public:
+  GpuCopy() = default;
+  GpuCopy(GpuCopy&& o) noexcept { *this = std::move(o); }
+  GpuCopy& operator=(GpuCopy&& o) noexcept;
+  GpuCopy(const GpuCopy&) = delete;
+  GpuCopy& operator=(const GpuCopy&) = delete;
+  ~GpuCopy();
+
+  // Starts copying n bytes; `device` is the GPU that owns the device side.
+  base::Status start(void* dst, const void* src, std::size_t n, int device, CopyDir dir);
+  // True once the copy finished (or none was started). Errors surface in wait().
+  bool done();
+  // Blocks until finished; reports a failed copy.
+  base::Status wait();
+  bool pending() const { return event_ != nullptr; }
+
+ private:
+  void* event_ = nullptr;  // cudaEvent_t
+  base::Status error_;
+};
+
+// Synchronous copy (both directions) used by blocking paths.
+base::Status copySync(void* dst, const void* src, std::size_t n, int device, CopyDir dir);
+
+// Makes `device` current for the scope and restores the caller's device afterwards.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
+}  // namespace cgdr::mem

@@ -1,0 +1,197 @@
+#include "testlib.hpp"
+
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+
+#if CGDR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace t {
+namespace {
+int gFailures = 0;
+int gRank = -1;
+int gSize = 0;
+
+#if CGDR_HAVE_CUDA
+void cudaOk(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "rank %d: %s: %s\n", gRank, what, cudaGetErrorString(e));
+    std::abort();
+  }
+}
+#endif
+}  // namespace
+
+const char* name(Kind k) { return k == Kind::H ? "H" : k == Kind::D ? "D" : "M"; }
+
+bool gpuAvailable() {
+#if CGDR_HAVE_CUDA
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+#else
+  return false;
+#endif
+}
+
+Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
+  std::size_t alloc = bytes ? bytes : 1;
+  if (k == Kind::H) {
+    p_ = std::malloc(alloc);
+  }
+#if CGDR_HAVE_CUDA
+  else if (k == Kind::D) {
+    cudaOk(cudaMalloc(&p_, alloc), "cudaMalloc");
+  } else {
+    cudaOk(cudaMallocManaged(&p_, alloc), "cudaMallocManaged");
+  }
+#endif
+  if (!p_) {
+    std::fprintf(stderr, "rank %d: cannot allocate %zu bytes of %s memory\n", gRank, bytes, name(k));
+    std::abort();
+  }
+  poison();
+}
+
+Buf::~Buf() {
+  if (k_ == Kind::H) std::free(p_);
+#if CGDR_HAVE_CUDA
+  else cudaFree(p_);
+#endif
+}
+
+void Buf::set(const std::vector<std::uint8_t>& bytes) {
+  if (k_ == Kind::H) {
+    std::memcpy(p_, bytes.data(), bytes.size());
+    return;
+  }
+#if CGDR_HAVE_CUDA
+  cudaOk(cudaMemcpy(p_, bytes.data(), bytes.size(), cudaMemcpyDefault), "cudaMemcpy to buffer");
+  cudaOk(cudaDeviceSynchronize(), "sync");
+#endif
+}
+
+void Buf::fill(std::uint32_t seed) {
+  std::vector<std::uint8_t> v(n_);
+  for (std::size_t i = 0; i < n_; ++i) v[i] = pat(seed, i);
+  set(v);
+}
+
+void Buf::poison(std::uint8_t b) { set(std::vector<std::uint8_t>(n_, b)); }
+
+std::vector<std::uint8_t> Buf::get() const {
+  std::vector<std::uint8_t> v(n_);
+  if (k_ == Kind::H) {
+    std::memcpy(v.data(), p_, n_);
+    return v;
+  }
+#if CGDR_HAVE_CUDA
+  cudaOk(cudaDeviceSynchronize(), "sync");
+  cudaOk(cudaMemcpy(v.data(), p_, n_, cudaMemcpyDefault), "cudaMemcpy from buffer");
+#endif
+  return v;
+}
+
+bool Buf::expect(std::uint32_t seed, std::size_t n, const char* what, std::uint8_t poisonByte) const {
+  auto v = get();
+  for (std::size_t i = 0; i < n && i < n_; ++i) {
+    if (v[i] != pat(seed, i)) {
+      fail(__FILE__, __LINE__, "%s: byte %zu of %zu is 0x%02x, expected 0x%02x (%s buffer)", what, i,
+           n, v[i], pat(seed, i), name(k_));
+      return false;
+    }
+  }
+  for (std::size_t i = n; i < n_; ++i) {
+    if (v[i] != poisonByte) {
+      fail(__FILE__, __LINE__, "%s: byte %zu past the %zu received was overwritten (0x%02x)", what,
+           i, n, v[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string arg(int argc, char** argv, const char* name, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return fallback;
+}
+
+std::vector<std::pair<Kind, Kind>> kindPairs(int argc, char** argv) {
+  std::string spec = arg(argc, argv, "--kinds", "HH");
+  const Kind all[] = {Kind::H, Kind::D, Kind::M};
+  std::vector<std::pair<Kind, Kind>> out;
+  if (spec == "all" || spec == "gpu") {
+    for (Kind a : all)
+      for (Kind b : all)
+        if (spec == "all" || a != Kind::H || b != Kind::H) out.emplace_back(a, b);
+    return out;
+  }
+  auto kindOf = [](char c) { return c == 'D' ? Kind::D : c == 'M' ? Kind::M : Kind::H; };
+  for (std::size_t i = 0; i + 1 < spec.size(); i += 3) out.emplace_back(kindOf(spec[i]), kindOf(spec[i + 1]));
+  return out;
+}
+
+std::vector<std::size_t> sizes(int argc, char** argv) {
+  std::size_t cap = std::strtoull(arg(argc, argv, "--max-size", "0").c_str(), nullptr, 0);
+  std::vector<std::size_t> all = {0, 1, 3, 4095, kBlock - 1, kBlock, kBlock + 1, (64u << 20) + 7};
+  std::vector<std::size_t> out;
+  for (std::size_t s : all)
+    if (cap == 0 || s <= cap) out.push_back(s);
+  return out;
+}
+
+void setup(const std::vector<std::pair<Kind, Kind>>& pairs, const char* testName) {
+  MPI_Comm_rank(MPI_COMM_WORLD, &gRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &gSize);
+  bool needGpu = false;
+  for (auto [a, b] : pairs) needGpu = needGpu || a != Kind::H || b != Kind::H;
+  if (!needGpu) return;
+  int ok = gpuAvailable() ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    if (gRank == 0) std::printf("SKIP %s: no usable GPU on this machine (GPU test)\n", testName);
+    MPI_Finalize();
+    std::exit(77);
+  }
+#if CGDR_HAVE_CUDA
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int lrank = 0, n = 1;
+  MPI_Comm_rank(local, &lrank);
+  MPI_Comm_free(&local);
+  cudaGetDeviceCount(&n);
+  cudaOk(cudaSetDevice(lrank % n), "cudaSetDevice");
+#endif
+}
+
+int rank() { return gRank; }
+int size() { return gSize; }
+
+void fail(const char* file, int line, const char* fmt, ...) {
+  ++gFailures;
+  if (gFailures > 20) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "rank %d: FAIL %s:%d: %s\n", gRank, file, line, msg);
+}
+
+int failures() { return gFailures; }
+
+int finish(const char* testName) {
+  int total = 0;
+  MPI_Allreduce(&gFailures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (gRank == 0) std::printf("%s %s (%d failures)\n", total ? "FAIL" : "PASS", testName, total);
+  MPI_Finalize();
+  return total ? 1 : 0;
+}
+
+}  // namespace t

@@ -1,0 +1,91 @@
+// Helpers for cgdr's multi-process tests: buffers of each kind (host, device, managed), byte
+// patterns that differ per rank, per message and per offset, checks that count failures, and a
+// collective verdict. The same test runs on host memory in CI and on GPU memory where GPUs exist.
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace t {
+
+enum class Kind { H, D, M };
+const char* name(Kind k);
+
+// Byte `off` of the pattern identified by seed (use seedOf to make seeds).
+inline std::uint8_t pat(std::uint32_t seed, std::size_t off) {
+  std::uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull + (off + 1) * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 32;
+  return static_cast<std::uint8_t>(x);
+}
+inline std::uint32_t seedOf(int rank, int msg, int extra = 0) {
+  return static_cast<std::uint32_t>(rank) * 1000003u + static_cast<std::uint32_t>(msg) * 7919u +
+         static_cast<std::uint32_t>(extra) * 104729u;
+}
+
+// A test buffer of one kind; all access goes through host copies so it works for every kind.
+class Buf {
+ public:
+  Buf(Kind k, std::size_t bytes);
+  ~Buf();
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  void* ptr() const { return p_; }
+  std::size_t size() const { return n_; }
+  Kind kind() const { return k_; }
+  void fill(std::uint32_t seed);              // whole buffer = pattern(seed)
+  void set(const std::vector<std::uint8_t>& bytes);
+  void poison(std::uint8_t v = 0xA5);
+  std::vector<std::uint8_t> get() const;
+  // Checks bytes [0, n) equal pattern(seed) and [n, size) still hold the poison byte.
+  bool expect(std::uint32_t seed, std::size_t n, const char* what, std::uint8_t poison = 0xA5) const;
+
+ private:
+  Kind k_;
+  std::size_t n_;
+  void* p_ = nullptr;
+};
+
+// Parses "--kinds XY[,XY...]" or "all" (every pair) or "gpu" (every pair with a GPU side).
+// Returns the (sender, receiver) kind pairs; defaults to H->H.
+std::vector<std::pair<Kind, Kind>> kindPairs(int argc, char** argv);
+// Value of "--name value" or fallback.
+std::string arg(int argc, char** argv, const char* name, const char* fallback);
+
+// Must follow MPI_Init: selects a GPU per local rank if any kind needs one, or exits with the
+// skip code (77) and a visible message when none is usable.
+void setup(const std::vector<std::pair<Kind, Kind>>& pairs, const char* testName);
+
+int rank();
+int size();
+
+// Records a failure (prints rank, file, line and message).
+void fail(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+int failures();
+// Collective: sums failures, prints PASS/FAIL on rank 0, returns the exit code.
+int finish(const char* testName);
+
+// Message sizes every data test uses: 0, 1, 3, 4095, one block +-1, and 64 MiB + 7 (large
+// sizes can be capped with --max-size for quick runs).
+std::vector<std::size_t> sizes(int argc, char** argv);
+constexpr std::size_t kBlock = 256 * 1024;
+
+bool gpuAvailable();
+
+}  // namespace t
+
+#define T_CHECK(cond, ...)                                         \
+  do {                                                             \
+    if (!(cond)) ::t::fail(__FILE__, __LINE__, __VA_ARGS__);       \
+  } while (0)
+
+#define T_MPI(call)                                                                    \
+  do {                                                                                 \
+    int rc_ = (call);                                                                  \
+    if (rc_ != MPI_SUCCESS) ::t::fail(__FILE__, __LINE__, "%s returned %d", #call, rc_); \
+  } while (0)

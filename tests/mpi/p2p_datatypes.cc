@@ -1,0 +1,143 @@
+// Derived datatypes on every buffer kind: contiguous, vector (holes must keep the receiver's
+// bytes), indexed, resized with a negative lower bound; MPI_Sendrecv and MPI_Sendrecv_replace in
+// a ring; MPI_Get_count / MPI_Get_elements on partially filled receives.
+#include <vector>
+
+#include "testlib.hpp"
+
+namespace {
+
+struct Layout {
+  const char* name;
+  MPI_Datatype type;
+  int count;
+  MPI_Aint offset;  // where element 0 starts inside the test buffer (negative lb types)
+};
+
+std::vector<Layout> layouts() {
+  std::vector<Layout> out;
+  MPI_Datatype c, v, ix, r, base;
+  MPI_Type_contiguous(1000, MPI_INT, &c);
+  MPI_Type_commit(&c);
+  out.push_back({"contiguous", c, 3, 0});
+  MPI_Type_vector(257, 3, 7, MPI_DOUBLE, &v);  // holes between blocks
+  MPI_Type_commit(&v);
+  out.push_back({"vector", v, 2, 0});
+  int lens[] = {5, 1, 17, 3};
+  int disps[] = {0, 9, 12, 40};
+  MPI_Type_indexed(4, lens, disps, MPI_SHORT, &ix);
+  MPI_Type_commit(&ix);
+  out.push_back({"indexed", ix, 31, 0});
+  MPI_Type_vector(3, 2, 4, MPI_INT, &base);
+  MPI_Type_create_resized(base, -16, 64, &r);  // negative lower bound
+  MPI_Type_commit(&r);
+  MPI_Type_free(&base);
+  out.push_back({"resized", r, 11, 16});
+  return out;
+}
+
+std::size_t spanBytes(MPI_Datatype t, int count) {
+  MPI_Aint lb, ext, tlb, text;
+  MPI_Type_get_extent(t, &lb, &ext);
+  MPI_Type_get_true_extent(t, &tlb, &text);
+  return static_cast<std::size_t>((count - 1) * ext + text + tlb) + 64;
+}
+
+// Expected receive buffer: `holes` (or poison), with the type's bytes from the sender's pattern.
+std::vector<std::uint8_t> expected(const Layout& l, std::size_t bytes, std::uint32_t seed,
+                                   const std::vector<std::uint8_t>* holes = nullptr) {
+  std::vector<std::uint8_t> src(bytes), dst = holes ? *holes : std::vector<std::uint8_t>(bytes, 0xA5);
+  for (std::size_t i = 0; i < bytes; ++i) src[i] = t::pat(seed, i);
+  int size = 0;
+  MPI_Pack_size(l.count, l.type, MPI_COMM_WORLD, &size);
+  std::vector<char> packed(size);
+  int pos = 0;
+  MPI_Pack(src.data() + l.offset, l.count, l.type, packed.data(), size, &pos, MPI_COMM_WORLD);
+  pos = 0;
+  MPI_Unpack(packed.data(), size, &pos, dst.data() + l.offset, l.count, l.type, MPI_COMM_WORLD);
+  return dst;
+}
+
+void compare(const t::Buf& b, const std::vector<std::uint8_t>& want, const char* what) {
+  auto v = b.get();
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (v[i] != want[i]) {
+      T_CHECK(false, "%s: byte %zu is 0x%02x, expected 0x%02x", what, i, v[i], want[i]);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  auto pairs = t::kindPairs(argc, argv);
+  t::setup(pairs, "p2p_datatypes");
+  const int me = t::rank(), n = t::size();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  int msg = 0;
+  for (auto [sk, rk] : pairs) {
+    for (const Layout& l : layouts()) {
+      std::size_t bytes = spanBytes(l.type, l.count);
+      // Send/Recv pairs 0 -> 1.
+      ++msg;
+      if (me == 0) {
+        t::Buf b(sk, bytes);
+        b.fill(t::seedOf(0, msg));
+        T_MPI(MPI_Send(static_cast<char*>(b.ptr()) + l.offset, l.count, l.type, 1, 7, MPI_COMM_WORLD));
+      } else if (me == 1) {
+        t::Buf b(rk, bytes);
+        MPI_Status st;
+        T_MPI(MPI_Recv(static_cast<char*>(b.ptr()) + l.offset, l.count, l.type, 0, 7, MPI_COMM_WORLD, &st));
+        int c = -1;
+        MPI_Get_count(&st, l.type, &c);
+        T_CHECK(c == l.count, "%s: Get_count %d, expected %d", l.name, c, l.count);
+        char what[80];
+        snprintf(what, sizeof what, "%s %s->%s", l.name, t::name(sk), t::name(rk));
+        compare(b, expected(l, bytes, t::seedOf(0, msg)), what);
+      }
+      // Partially filled receive: count elements of the base type.
+      ++msg;
+      if (me == 0) {
+        t::Buf b(sk, bytes);
+        b.fill(t::seedOf(0, msg));
+        T_MPI(MPI_Send(static_cast<char*>(b.ptr()) + l.offset, 1, l.type, 1, 8, MPI_COMM_WORLD));
+      } else if (me == 1) {
+        t::Buf b(rk, bytes);
+        MPI_Status st;
+        T_MPI(MPI_Recv(static_cast<char*>(b.ptr()) + l.offset, l.count, l.type, 0, 8, MPI_COMM_WORLD, &st));
+        int c = -1, e = -1, tsize = 0;
+        MPI_Get_count(&st, l.type, &c);
+        MPI_Get_elements(&st, MPI_BYTE, &e);
+        MPI_Type_size(l.type, &tsize);
+        T_CHECK(c == 1 && e == tsize, "%s partial: count %d elements %d (type size %d)", l.name, c, e, tsize);
+      }
+      // Sendrecv in a ring, and Sendrecv_replace in a ring.
+      ++msg;
+      {
+        t::Buf s(sk, bytes), r(rk, bytes);
+        s.fill(t::seedOf(me, msg));
+        MPI_Status st;
+        T_MPI(MPI_Sendrecv(static_cast<char*>(s.ptr()) + l.offset, l.count, l.type, right, 9,
+                           static_cast<char*>(r.ptr()) + l.offset, l.count, l.type, left, 9, MPI_COMM_WORLD, &st));
+        T_CHECK(st.MPI_SOURCE == left, "sendrecv source %d", st.MPI_SOURCE);
+        char what[80];
+        snprintf(what, sizeof what, "sendrecv %s %s->%s", l.name, t::name(sk), t::name(rk));
+        compare(r, expected(l, bytes, t::seedOf(left, msg)), what);
+        t::Buf x(rk, bytes);
+        x.fill(t::seedOf(me, msg, 1));
+        T_MPI(MPI_Sendrecv_replace(static_cast<char*>(x.ptr()) + l.offset, l.count, l.type, right, 10, left,
+                                   10, MPI_COMM_WORLD, &st));
+        // Holes keep this rank's own bytes; covered bytes come from the left neighbour.
+        std::vector<std::uint8_t> mine(bytes);
+        for (std::size_t i = 0; i < bytes; ++i) mine[i] = t::pat(t::seedOf(me, msg, 1), i);
+        auto want = expected(l, bytes, t::seedOf(left, msg, 1), &mine);
+        snprintf(what, sizeof what, "sendrecv_replace %s %s", l.name, t::name(rk));
+        compare(x, want, what);
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  return t::finish("p2p_datatypes");
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs one multi-process test: run-mpi.sh NP MODE MPI LIBCGDR PROGRAM [ARGS...]
+#   MODE: plain (the real MPI alone) or cgdr (libcgdr.so preloaded into the ranks only)
+#   MPI:  openmpi or mpich
+set -u
+np=$1 mode=$2 mpi=$3 lib=$4
+shift 4
+cmd=()
+case "$mpi" in
+  openmpi)
+    cmd=(mpiexec.openmpi --allow-run-as-root --oversubscribe --bind-to none -np "$np")
+    [ "$mode" = cgdr ] && cmd+=(-x "LD_PRELOAD=$lib" -x CGDR_TEST_PRELOADED=1)
+    ;;
+  mpich)
+    cmd=(mpiexec.mpich -n "$np")
+    [ "$mode" = cgdr ] && cmd+=(-genv LD_PRELOAD "$lib" -genv CGDR_TEST_PRELOADED 1)
+    ;;
+  *) echo "run-mpi.sh: unknown MPI '$mpi'" >&2; exit 2 ;;
+esac
+timeout --signal=KILL "${CGDR_TEST_TIMEOUT:-900}" "${cmd[@]}" "$@"
+rc=$?
+[ $rc -eq 137 ] && echo "run-mpi.sh: test killed after ${CGDR_TEST_TIMEOUT:-900} s (hang?)" >&2
+exit $rc
