@@ -1,0 +1,73 @@
+// Median cost of classifying a buffer handed to MPI (target: host pointer <= 50 ns).
+//   cgdr-classify-bench --benchmark_repetitions=20 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "base/cuda.hpp"
+#include "mem/classify.hpp"
+
+#if CGDR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+using namespace cgdr;
+
+static void classifyLoop(benchmark::State& state, const void* p, std::size_t n) {
+  for (auto _ : state) {
+    auto r = mem::classify(p, n);
+    benchmark::DoNotOptimize(r);
+  }
+}
+
+// A small heap buffer, as most small messages are.
+static void BM_ClassifyHostHeap(benchmark::State& state) {
+  std::vector<char> buf(4096);
+  classifyLoop(state, buf.data(), buf.size());
+}
+BENCHMARK(BM_ClassifyHostHeap);
+
+// A large mmap-backed buffer (what malloc gives for big messages, and what OSU allocates).
+static void BM_ClassifyHostMmap(benchmark::State& state) {
+  std::size_t n = 8 << 20;
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  classifyLoop(state, p, n);
+  munmap(p, n);
+}
+BENCHMARK(BM_ClassifyHostMmap);
+
+// The driver query alone on a host pointer: what the cache saves.
+static void BM_DriverQueryHost(benchmark::State& state) {
+  if (!base::cuda::usable()) {
+    state.SkipWithError("no GPU");
+    return;
+  }
+  std::vector<char> buf(4096);
+  base::cuda::PointerAttrs a;
+  for (auto _ : state) benchmark::DoNotOptimize(base::cuda::queryPointer(buf.data(), false, &a));
+}
+BENCHMARK(BM_DriverQueryHost);
+
+#if CGDR_HAVE_CUDA
+static void gpuLoop(benchmark::State& state, bool managed) {
+  if (!base::cuda::usable()) {
+    state.SkipWithError("no GPU");
+    return;
+  }
+  void* p = nullptr;
+  if ((managed ? cudaMallocManaged(&p, 1 << 20) : cudaMalloc(&p, 1 << 20)) != cudaSuccess) {
+    state.SkipWithError("allocation failed");
+    return;
+  }
+  classifyLoop(state, p, 1 << 20);
+  cudaFree(p);
+}
+static void BM_ClassifyDevice(benchmark::State& state) { gpuLoop(state, false); }
+static void BM_ClassifyManaged(benchmark::State& state) { gpuLoop(state, true); }
+BENCHMARK(BM_ClassifyDevice);
+BENCHMARK(BM_ClassifyManaged);
+#endif
+
+BENCHMARK_MAIN();

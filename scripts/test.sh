@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every test: unit, multi-process (host memory, with and without cgdr) against Open MPI and
+# MPICH, container tests, and the GPU tests (which skip with a message where no GPU exists).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/deps.sh" || exit 1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+rc=0
+for mpi in openmpi mpich; do
+  dir=build; [ "$mpi" = mpich ] && dir=build-mpich
+  echo "=== build against $mpi"
+  "$top/scripts/build.sh" "$mpi" "$dir" || { rc=1; continue; }
+  labels="unit|mpi|gpu|pods"
+  [ "$mpi" = mpich ] && labels="unit|mpi"   # GPU and container suites run against Open MPI
+  echo "=== tests against $mpi ($labels)"
+  (cd "$top/$dir" && ctest -L "$labels" --output-on-failure --timeout 900) || rc=1
+  if [ "$mpi" = openmpi ]; then
+    skipped=$(cd "$top/$dir" && ctest -L gpu -N 2>/dev/null | grep -c "Test *#" || true)
+    command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 ||
+      echo "NOTE: no GPU on this machine: the $skipped GPU tests above were skipped (they run on the GPU machine: bench/gpu-suite.sh)"
+  fi
+done
+[ $rc -eq 0 ] && echo "ALL TESTS PASSED" || echo "SOME TESTS FAILED"
+exit $rc

@@ -1,0 +1,81 @@
+// cgdr-bench: OSU-style MPI benchmarks with the buffer location chosen per side. It is an ordinary
+// MPI program: it does not link cgdr, so the same binary measures the plain MPI and, preloaded
+// (cgdr-run or LD_PRELOAD), cgdr.
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+enum class Loc { kHost, kDevice, kManaged };
+Loc parseLoc(const std::string& s);  // H/D/M or host/cuda/managed
+const char* locName(Loc l);          // HOST / DEVICE / MANAGED
+const char* locLetter(Loc l);        // H / D / M
+
+struct Options {
+  std::string test;
+  Loc send = Loc::kHost, recv = Loc::kHost;
+  std::size_t minSize = 0, maxSize = 4u << 20;
+  int iters = -1, warmup = -1;          // -1: OSU's defaults by message size
+  int itersLarge = -1, warmupLarge = -1;
+  int window = 64;
+  bool validate = false;
+  std::string json;                     // file path, "-" for stdout, empty for none
+  int gpu = -1;                         // device ordinal; -1: local rank modulo device count
+};
+
+// A buffer of one location; memory is allocated once at the largest size.
+class Buffer {
+ public:
+  Buffer(Loc l, std::size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const { return p_; }
+  Loc loc() const { return loc_; }
+  void fill(unsigned char v, std::size_t n);
+  // Fills n bytes with a pattern seeded by seed / checks them (validation).
+  void fillPattern(unsigned seed, std::size_t n);
+  bool checkPattern(unsigned seed, std::size_t n) const;
+  // Copies n bytes from host memory / to host memory.
+  void upload(const void* src, std::size_t n);
+  void download(void* dst, std::size_t n) const;
+
+ private:
+  Loc loc_;
+  void* p_ = nullptr;
+};
+
+void selectGpu(const Options& o);
+bool gpuUsable();
+
+// One row of results; value is latency (us) or bandwidth (MB/s).
+struct Row {
+  std::size_t size;
+  double value;
+  double min = 0, max = 0;      // collectives: min/max over ranks
+  bool valid = true;
+  double extra = -1;            // non-blocking collectives: overlap (%)
+};
+
+struct Report {
+  std::string title, unit;
+  std::vector<Row> rows;
+};
+
+void printHeader(const Options& o, const Report& r, bool collective);
+void printRow(const Options& o, const Row& row, bool collective);
+void writeJson(const Options& o, const Report& r);
+
+// Sizes 0 (if min is 0), then powers of two up to max.
+std::vector<std::size_t> sizes(const Options& o);
+int itersFor(const Options& o, std::size_t size);
+int warmupFor(const Options& o, std::size_t size);
+
+// Benchmarks; each returns the report rows on rank 0.
+int runPt2pt(const Options& o);
+
+}  // namespace bench

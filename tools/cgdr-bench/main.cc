@@ -1,0 +1,117 @@
+// cgdr-bench command line: cgdr-bench TEST [S R] [options]; see usage().
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "bench.hpp"
+
+namespace {
+
+void usage() {
+  std::puts(
+      "usage: cgdr-bench TEST [S R] [options]\n"
+      "  TEST     latency | bw | bibw\n"
+      "  S R      buffer location of the sender / receiver: H (host), D (device), M (managed)\n"
+      "  -m [MIN:]MAX     message sizes in bytes (default 0:4194304)\n"
+      "  -i N[:L]         iterations (small[:large messages]; default 10000:1000, as OSU)\n"
+      "  -x N[:L]         warm-up iterations (default 100:10)\n"
+      "  -W N             window size for bw/bibw (default 64)\n"
+      "  -c               validate the data of each size\n"
+      "  --json FILE      also write the results as JSON (- for stdout)\n"
+      "  --gpu N          GPU ordinal (default: local rank modulo GPU count)\n"
+      "Preload cgdr to measure it: cgdr-run cgdr-bench ... or LD_PRELOAD=libcgdr.so.");
+}
+
+std::size_t parseSize(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (*end == 'K' || *end == 'k') v *= 1024;
+  else if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
+  else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
+  return static_cast<std::size_t>(v);
+}
+
+void parsePair(const char* s, int* a, int* b) {
+  const char* colon = std::strchr(s, ':');
+  *a = std::atoi(s);
+  if (colon) *b = std::atoi(colon + 1);
+}
+
+bool parse(int argc, char** argv, bench::Options& o) {
+  int positional = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "cgdr-bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") return false;
+    if (a == "-m") {
+      const char* v = next();
+      const char* colon = std::strchr(v, ':');
+      if (colon) {
+        o.minSize = parseSize(v);
+        o.maxSize = parseSize(colon + 1);
+      } else {
+        o.maxSize = parseSize(v);
+      }
+    } else if (a == "-i") {
+      parsePair(next(), &o.iters, &o.itersLarge);
+    } else if (a == "-x") {
+      parsePair(next(), &o.warmup, &o.warmupLarge);
+    } else if (a == "-W") {
+      o.window = std::atoi(next());
+    } else if (a == "-c") {
+      o.validate = true;
+    } else if (a == "--json") {
+      o.json = next();
+    } else if (a == "--gpu") {
+      o.gpu = std::atoi(next());
+    } else if (a == "-d") {
+      o.send = o.recv = bench::parseLoc(next());
+    } else if (!a.empty() && a[0] != '-') {
+      if (positional == 0) o.test = a;
+      else if (positional == 1) o.send = bench::parseLoc(a);
+      else if (positional == 2) o.recv = bench::parseLoc(a);
+      ++positional;
+    } else {
+      std::fprintf(stderr, "cgdr-bench: unknown option %s\n", a.c_str());
+      return false;
+    }
+  }
+  return !o.test.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  bench::Options o;
+  if (!parse(argc, argv, o)) {
+    if (me == 0) usage();
+    MPI_Finalize();
+    return 2;
+  }
+  bool gpu = o.send != bench::Loc::kHost || o.recv != bench::Loc::kHost;
+  if (gpu && !bench::gpuUsable()) {
+    if (me == 0) std::fprintf(stderr, "cgdr-bench: %s buffers need a GPU; none is usable here\n", bench::locName(o.send));
+    MPI_Finalize();
+    return 77;
+  }
+  bench::selectGpu(o);
+  int rc = 2;
+  if (o.test == "latency" || o.test == "bw" || o.test == "bibw") {
+    rc = bench::runPt2pt(o);
+  } else if (me == 0) {
+    std::fprintf(stderr, "cgdr-bench: unknown test '%s'\n", o.test.c_str());
+    usage();
+  }
+  MPI_Finalize();
+  return rc;
+}
