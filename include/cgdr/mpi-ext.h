@@ -4,6 +4,8 @@
 #ifndef CGDR_MPI_EXT_H
 #define CGDR_MPI_EXT_H
 
+#include <mpi.h>
+
 #if defined(__has_include_next)
 #if __has_include_next(<mpi-ext.h>)
 #include_next <mpi-ext.h>

@@ -4,7 +4,7 @@
 
 namespace cgdr::base {
 
-Span spanOf(int count, MPI_Datatype type) {
+Span spanOf(long long count, MPI_Datatype type) {
   Span s;
   if (count <= 0 || type == MPI_DATATYPE_NULL) return s;
   MPI_Count size = 0, lb = 0, extent = 0, tlb = 0, textent = 0;

@@ -16,7 +16,7 @@ struct Span {
 };
 
 // Computes the span with PMPI type queries (no allocation).
-Span spanOf(int count, MPI_Datatype type);
+Span spanOf(long long count, MPI_Datatype type);
 
 // Address of the first covered byte.
 inline const void* spanStart(const void* buf, const Span& s) {

@@ -2,12 +2,14 @@
 
 #include <vector>
 
-#include "engine/errors.hpp"
+#include "base/errors.hpp"
 #include "engine/handles.hpp"
 #include "engine/p2p.hpp"
 #include "engine/progress.hpp"
 
 namespace cgdr::engine {
+using base::raise;
+using base::settleError;
 namespace {
 
 // Reports a completed op to the user: status, error, and the handle released (or, for a

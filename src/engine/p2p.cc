@@ -5,13 +5,15 @@
 #include "channel/net/net_recv.hpp"
 #include "channel/net/net_send.hpp"
 #include "channel/net/send_order.hpp"
-#include "engine/errors.hpp"
+#include "base/errors.hpp"
 #include "engine/handles.hpp"
 #include "engine/progress.hpp"
 #include "engine/real_op.hpp"
 #include "mem/classify.hpp"
 
 namespace cgdr::engine {
+using base::raise;
+using base::settleError;
 namespace net = channel::net;
 using base::Result;
 using base::Status;

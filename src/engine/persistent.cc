@@ -3,12 +3,14 @@
 #include <memory>
 #include <variant>
 
-#include "engine/errors.hpp"
+#include "base/errors.hpp"
 #include "engine/handles.hpp"
 #include "engine/p2p.hpp"
 #include "engine/progress.hpp"
 
 namespace cgdr::engine {
+using base::raise;
+using base::settleError;
 namespace {
 
 class PersistentP2p final : public base::Op {

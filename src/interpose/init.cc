@@ -8,7 +8,7 @@
 #include "base/config.hpp"
 #include "base/cuda.hpp"
 #include "base/log.hpp"
-#include "engine/errors.hpp"
+#include "base/errors.hpp"
 #include "engine/handles.hpp"
 #include "engine/progress.hpp"
 #include "interpose/guard.hpp"
@@ -47,7 +47,7 @@ void setUp() {
   if (!abiMatches()) PMPI_Abort(MPI_COMM_WORLD, 1);
   for (const auto& name : base::Registry::instance().unknownCgdrVariables())
     CGDR_LOG(kWarn, kInit, "%s is set but is not a cgdr setting (see cgdr-info)", name.c_str());
-  engine::initErrors();
+  base::initErrors();
   engine::handles::init();
   (void)base::cuda::usable();  // decide once, before the first message
   (void)mem::watchUcmEvents();  // a UCX-based MPI loads libucm during MPI_Init

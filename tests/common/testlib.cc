@@ -170,6 +170,13 @@ void setup(const std::vector<std::pair<Kind, Kind>>& pairs, const char* testName
 #endif
 }
 
+bool isMpich() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  return std::strstr(v, "MPICH") != nullptr;
+}
+
 int rank() { return gRank; }
 int size() { return gSize; }
 

@@ -76,6 +76,8 @@ std::vector<std::size_t> sizes(int argc, char** argv);
 constexpr std::size_t kBlock = 256 * 1024;
 
 bool gpuAvailable();
+// The MPI library is MPICH (some checks avoid known MPICH 4.0 bugs, with a note).
+bool isMpich();
 
 }  // namespace t
 

@@ -5,16 +5,16 @@
 
 #include "base/status.hpp"
 
-namespace cgdr::engine {
+namespace cgdr::base {
 
 // Creates the error codes; called once after the real MPI is initialized.
 void initErrors();
 // The MPI error code for a cgdr failure.
-int errorCode(base::Errc e);
+int errorCode(Errc e);
 // Logs the cause and calls comm's error handler (which may abort); returns the code for the
 // caller to return when the handler returns (MPI_ERRORS_RETURN).
-int raise(MPI_Comm comm, const base::Status& s);
+int raise(MPI_Comm comm, const Status& s);
 // Completes an op's error: raises a cgdr failure that the real MPI has not raised already.
-int settleError(MPI_Comm comm, int error, bool raised, const base::Status& failure);
+int settleError(MPI_Comm comm, int error, bool raised, const Status& failure);
 
-}  // namespace cgdr::engine
+}  // namespace cgdr::base

@@ -1,30 +1,30 @@
-#include "engine/errors.hpp"
+#include "base/errors.hpp"
 
 #include <cstring>
 
 #include "base/log.hpp"
 
-namespace cgdr::engine {
+namespace cgdr::base {
 namespace {
 
 struct Entry {
-  base::Errc errc;
+  Errc errc;
   int mpiClass;
   const char* text;
 };
 
 const Entry kEntries[] = {
-    {base::Errc::kInvalidBuffer, MPI_ERR_BUFFER,
+    {Errc::kInvalidBuffer, MPI_ERR_BUFFER,
      "cgdr: invalid buffer: neither host memory nor a live GPU allocation (freed or foreign "
      "device pointer?)"},
-    {base::Errc::kCuda, MPI_ERR_OTHER, "cgdr: a CUDA operation on the buffer failed"},
-    {base::Errc::kNoMemory, MPI_ERR_NO_MEM, "cgdr: out of staging or shared memory"},
-    {base::Errc::kSystem, MPI_ERR_OTHER, "cgdr: a system call failed"},
-    {base::Errc::kUnsupported, MPI_ERR_UNSUPPORTED_OPERATION,
+    {Errc::kCuda, MPI_ERR_OTHER, "cgdr: a CUDA operation on the buffer failed"},
+    {Errc::kNoMemory, MPI_ERR_NO_MEM, "cgdr: out of staging or shared memory"},
+    {Errc::kSystem, MPI_ERR_OTHER, "cgdr: a system call failed"},
+    {Errc::kUnsupported, MPI_ERR_UNSUPPORTED_OPERATION,
      "cgdr: operation not supported on this kind of buffer"},
-    {base::Errc::kPeerLost, MPI_ERR_OTHER, "cgdr: a co-located peer process vanished"},
-    {base::Errc::kProtocol, MPI_ERR_INTERN, "cgdr: malformed data from a peer"},
-    {base::Errc::kArgument, MPI_ERR_ARG, "cgdr: invalid argument"},
+    {Errc::kPeerLost, MPI_ERR_OTHER, "cgdr: a co-located peer process vanished"},
+    {Errc::kProtocol, MPI_ERR_INTERN, "cgdr: malformed data from a peer"},
+    {Errc::kArgument, MPI_ERR_ARG, "cgdr: invalid argument"},
 };
 
 constexpr int kCount = sizeof(kEntries) / sizeof(kEntries[0]);
@@ -57,23 +57,23 @@ void initErrors() {
   gInit = true;
 }
 
-int errorCode(base::Errc e) {
+int errorCode(Errc e) {
   for (int i = 0; i < kCount; ++i)
     if (kEntries[i].errc == e) return gInit ? gCodes[i] : kEntries[i].mpiClass;
   return MPI_ERR_INTERN;
 }
 
-int raise(MPI_Comm comm, const base::Status& s) {
+int raise(MPI_Comm comm, const Status& s) {
   int code = errorCode(s.code());
-  CGDR_LOG(kError, kP2p, "%s", s.message().c_str());
+  CGDR_LOG(kError, kInit, "%s", s.message().c_str());
   PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
   return code;
 }
 
-int settleError(MPI_Comm comm, int error, bool raised, const base::Status& failure) {
+int settleError(MPI_Comm comm, int error, bool raised, const Status& failure) {
   if (error == MPI_SUCCESS || raised) return error;
-  if (failure.isOk()) return raise(comm, base::Status(base::Errc::kCuda, "operation failed"));
+  if (failure.isOk()) return raise(comm, Status(Errc::kCuda, "operation failed"));
   return raise(comm, failure);
 }
 
-}  // namespace cgdr::engine
+}  // namespace cgdr::base

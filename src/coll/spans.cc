@@ -1,0 +1,78 @@
+#include "coll/spans.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace cgdr::coll {
+namespace {
+
+// Accumulates the union of covered byte ranges.
+struct Hull {
+  MPI_Aint lo = std::numeric_limits<MPI_Aint>::max();
+  MPI_Aint hi = std::numeric_limits<MPI_Aint>::min();
+  std::size_t data = 0;
+  void add(MPI_Aint offset, const base::Span& s) {
+    if (s.bytes == 0) return;
+    lo = std::min(lo, offset + s.lo);
+    hi = std::max(hi, offset + s.lo + static_cast<MPI_Aint>(s.bytes));
+    data += s.dataBytes;
+  }
+  base::Span span() const {
+    base::Span s;
+    if (hi <= lo) return s;
+    s.lo = lo;
+    s.bytes = static_cast<std::size_t>(hi - lo);
+    s.dataBytes = data;
+    s.contiguous = data == s.bytes;  // exact only without overlap; false means "copy first"
+    return s;
+  }
+};
+
+}  // namespace
+
+base::Span spanV(int n, const int counts[], const int displs[], MPI_Datatype type) {
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  Hull h;
+  for (int i = 0; i < n; ++i) h.add(static_cast<MPI_Aint>(displs[i]) * extent, base::spanOf(counts[i], type));
+  return h.span();
+}
+
+base::Span spanW(int n, const int counts[], const int displs[], const MPI_Datatype types[]) {
+  Hull h;
+  for (int i = 0; i < n; ++i) h.add(displs[i], base::spanOf(counts[i], types[i]));
+  return h.span();
+}
+
+base::Span spanBlocks(int n, int count, MPI_Datatype type) {
+  return base::spanOf(static_cast<long long>(n) * count, type);
+}
+
+long long sum(int n, const int counts[]) {
+  long long s = 0;
+  for (int i = 0; i < n; ++i) s += counts[i];
+  return s;
+}
+
+RootRole rootRole(MPI_Comm comm, int root) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) {
+    if (root == MPI_ROOT) return RootRole::kRoot;
+    if (root == MPI_PROC_NULL) return RootRole::kNone;
+    return RootRole::kNonRoot;
+  }
+  int me = 0;
+  PMPI_Comm_rank(comm, &me);
+  return me == root ? RootRole::kRoot : RootRole::kNonRoot;
+}
+
+int peerCount(MPI_Comm comm) {
+  int inter = 0, n = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) PMPI_Comm_remote_size(comm, &n);
+  else PMPI_Comm_size(comm, &n);
+  return n;
+}
+
+}  // namespace cgdr::coll

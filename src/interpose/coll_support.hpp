@@ -1,0 +1,57 @@
+// Helpers shared by the collective entry points: the GPU-less fast path, and turning a staged
+// non-blocking or persistent collective into a cgdr request.
+#pragma once
+#include <functional>
+#include <memory>
+
+#include "base/cuda.hpp"
+#include "base/errors.hpp"
+#include "coll/coll_op.hpp"
+#include "coll/plans.hpp"
+#include "engine/handles.hpp"
+#include "engine/progress.hpp"
+#include "interpose/guard.hpp"
+
+// A collective goes straight to the real MPI when cgdr is not active or no GPU is usable
+// (then no buffer can be GPU memory).
+#define CGDR_COLL_ENTER(passthrough)                       \
+  CGDR_ENTER(passthrough);                                 \
+  if (!::cgdr::base::cuda::usable()) return passthrough
+
+namespace cgdr::interpose {
+
+// Blocking collective: queued sends are handed over first (the collective may block).
+inline int blockingColl(MPI_Comm c, coll::Staging& st, const std::function<int()>& call) {
+  engine::beforeBlocking();
+  return coll::runBlocking(c, st, call);
+}
+
+// Non-blocking collective: with GPU buffers the user gets a cgdr request that copies results
+// back when it completes; otherwise the real request itself.
+inline int startColl(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
+                     const std::function<int(MPI_Request*)>& call) {
+  base::Status s = st->stageIn();
+  if (!s.isOk()) return base::raise(c, s);
+  if (!st->any()) return call(req);
+  MPI_Request inner = MPI_REQUEST_NULL;
+  int rc = call(&inner);
+  if (rc != MPI_SUCCESS) return rc;
+  *req = engine::handles::add(std::make_unique<coll::CollOp>(std::move(st), inner, c));
+  return MPI_SUCCESS;
+}
+
+// Persistent collective (MPI_*_init): the real persistent request is made on the staged
+// buffers; each MPI_Start refreshes the staged inputs.
+inline int initColl(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
+                    const std::function<int(MPI_Request*)>& call) {
+  base::Status s = st->stageIn();
+  if (!s.isOk()) return base::raise(c, s);
+  if (!st->any()) return call(req);
+  MPI_Request inner = MPI_REQUEST_NULL;
+  int rc = call(&inner);
+  if (rc != MPI_SUCCESS) return rc;
+  *req = engine::handles::add(std::make_unique<coll::PersistentCollOp>(std::move(st), inner, c));
+  return MPI_SUCCESS;
+}
+
+}  // namespace cgdr::interpose

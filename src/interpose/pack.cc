@@ -1,0 +1,51 @@
+// MPI_Pack/Unpack and their external32 forms on GPU buffers: the data buffer and the touched
+// region of the packed buffer are staged; only the bytes the real MPI packs are copied back.
+#include <mpi.h>
+
+#include "interpose/coll_support.hpp"
+
+using namespace cgdr;
+using coll::recvPtr;
+using coll::sendPtr;
+
+CGDR_API int MPI_Pack(const void* in, int n, MPI_Datatype t, void* out, int outsize, int* pos, MPI_Comm c) {
+  CGDR_COLL_ENTER(PMPI_Pack(in, n, t, out, outsize, pos, c));
+  int bytes = 0;
+  PMPI_Pack_size(n, t, c, &bytes);
+  coll::Staging st;
+  auto sl = coll::planPack(st, in, n, t, out, outsize, *pos, bytes);
+  return coll::runBlocking(c, st, [&] { return PMPI_Pack(sendPtr(st, sl, in), n, t, recvPtr(st, sl, out), outsize, pos, c); });
+}
+
+CGDR_API int MPI_Unpack(const void* in, int insize, int* pos, void* out, int n, MPI_Datatype t, MPI_Comm c) {
+  CGDR_COLL_ENTER(PMPI_Unpack(in, insize, pos, out, n, t, c));
+  int bytes = 0;
+  PMPI_Pack_size(n, t, c, &bytes);
+  coll::Staging st;
+  auto sl = coll::planUnpack(st, in, insize, *pos, bytes, out, n, t);
+  return coll::runBlocking(c, st, [&] { return PMPI_Unpack(sendPtr(st, sl, in), insize, pos, recvPtr(st, sl, out), n, t, c); });
+}
+
+CGDR_API int MPI_Pack_external(const char rep[], const void* in, int n, MPI_Datatype t, void* out,
+                               MPI_Aint outsize, MPI_Aint* pos) {
+  CGDR_COLL_ENTER(PMPI_Pack_external(rep, in, n, t, out, outsize, pos));
+  MPI_Aint bytes = 0;
+  PMPI_Pack_external_size(rep, n, t, &bytes);
+  coll::Staging st;
+  auto sl = coll::planPack(st, in, n, t, out, outsize, *pos, bytes);
+  return coll::runBlocking(MPI_COMM_WORLD, st, [&] {
+    return PMPI_Pack_external(rep, sendPtr(st, sl, in), n, t, recvPtr(st, sl, out), outsize, pos);
+  });
+}
+
+CGDR_API int MPI_Unpack_external(const char rep[], const void* in, MPI_Aint insize, MPI_Aint* pos, void* out,
+                                 int n, MPI_Datatype t) {
+  CGDR_COLL_ENTER(PMPI_Unpack_external(rep, in, insize, pos, out, n, t));
+  MPI_Aint bytes = 0;
+  PMPI_Pack_external_size(rep, n, t, &bytes);
+  coll::Staging st;
+  auto sl = coll::planUnpack(st, in, insize, *pos, bytes, out, n, t);
+  return coll::runBlocking(MPI_COMM_WORLD, st, [&] {
+    return PMPI_Unpack_external(rep, sendPtr(st, sl, in), insize, pos, recvPtr(st, sl, out), n, t);
+  });
+}
