@@ -65,6 +65,10 @@ if has bench; then
     mpirun2 "$b" $t H H -m 0:4M --json "$logs/$t-HH-plain.json" > "$logs/$t-HH-plain.log" 2>&1
   done
   mpirun2 $(withcgdr) "$b" bibw D D -m 0:4M > "$logs/bibw-DD-cgdr.log" 2>&1
+  for t in allreduce bcast; do
+    mpirun2 $(withcgdr) "$b" $t -d cuda -m 4:1M --json "$logs/$t-DD-cgdr.json" > "$logs/$t-DD-cgdr.log" 2>&1
+    mpirun2 "$b" $t -d host -m 4:1M --json "$logs/$t-HH-plain.json" > "$logs/$t-HH-plain.log" 2>&1
+  done
   mpirun2 $(withcgdr) "$b" latency M M -m 0:1M -c > "$logs/latency-MM-cgdr.log" 2>&1
   python3 "$top/bench/side-by-side.py" "$logs" >> "$summary" 2>&1 || true
 fi
@@ -76,6 +80,11 @@ if has osu && [ -n "${OMB_DIR:-}" ] && [ -d "$OMB_DIR" ]; then
     mpirun2 $(withcgdr) "$pt/$t" -d cuda -m 0:4194304 D D > "$logs/$t-DD-cgdr.log" 2>&1
     mpirun2 "$pt/$t" -m 0:4194304 H H > "$logs/$t-HH-plain.log" 2>&1
     say "$t D D through cgdr (last lines):"; tail -4 "$logs/$t-DD-cgdr.log" | tee -a "$summary"
+  done
+  co=$OMB_DIR/c/mpi/collective/blocking
+  for t in osu_allreduce osu_bcast; do
+    mpirun2 $(withcgdr) "$co/$t" -d cuda -m 4:1048576 > "$logs/$t-cuda-cgdr.log" 2>&1
+    say "$t -d cuda through cgdr: exit $? (last lines):"; tail -3 "$logs/$t-cuda-cgdr.log" | tee -a "$summary"
   done
   mpirun2 "$pt/osu_latency" -d cuda -m 0:64 D D > "$logs/osu_latency-DD-plain.log" 2>&1
   say "osu_latency D D on the plain MPI: exit $? ($(grep -ciE 'segmentation|signal' "$logs/osu_latency-DD-plain.log") crash lines)"

@@ -19,10 +19,13 @@ struct Options {
   std::string test;
   Loc send = Loc::kHost, recv = Loc::kHost;
   std::size_t minSize = 0, maxSize = 4u << 20;
+  bool sizesGiven = false;
   int iters = -1, warmup = -1;          // -1: OSU's defaults by message size
   int itersLarge = -1, warmupLarge = -1;
   int window = 64;
   bool validate = false;
+  bool full = false;                    // -f: min/max/iterations columns, as OSU
+  const char* datatype = "MPI_CHAR";
   std::string json;                     // file path, "-" for stdout, empty for none
   int gpu = -1;                         // device ordinal; -1: local rank modulo device count
 };
@@ -77,5 +80,7 @@ int warmupFor(const Options& o, std::size_t size);
 
 // Benchmarks; each returns the report rows on rank 0.
 int runPt2pt(const Options& o);
+int runCollective(const Options& o);
+bool isCollective(const std::string& test);
 
 }  // namespace bench

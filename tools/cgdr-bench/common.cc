@@ -153,11 +153,13 @@ int warmupFor(const Options& o, std::size_t size) {
 void printHeader(const Options& o, const Report& r, bool collective) {
   std::printf("# cgdr-bench %s (OSU-compatible output)\n", r.title.c_str());
   if (collective) {
-    std::printf("# Datatype: MPI_CHAR. Buffers on %s\n", locName(o.send));
+    std::printf("# Datatype: %s. Buffers on %s\n", o.datatype, locName(o.send));
     if (r.unit == "Overlap")
       std::printf("%-10s%18s%18s%18s%18s\n", "# Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)");
-    else
+    else if (o.full)
       std::printf("%-10s%18s%18s%18s%12s\n", "# Size", "Avg Latency(us)", "Min Latency(us)", "Max Latency(us)", "Iterations");
+    else
+      std::printf("%-10s%18s\n", "# Size", "Avg Latency(us)");
   } else {
     std::printf("# Send Buffer on %s (%s) and Receive Buffer on %s (%s)\n", locName(o.send), locLetter(o.send),
                 locName(o.recv), locLetter(o.recv));
@@ -169,7 +171,7 @@ void printHeader(const Options& o, const Report& r, bool collective) {
 void printRow(const Options& o, const Row& row, bool collective) {
   if (collective && row.extra >= 0)
     std::printf("%-10zu%18.2f%18.2f%18.2f%18.2f", row.size, row.value, row.min, row.max, row.extra);
-  else if (collective)
+  else if (collective && o.full)
     std::printf("%-10zu%18.2f%18.2f%18.2f%12d", row.size, row.value, row.min, row.max, itersFor(o, row.size));
   else
     std::printf("%-10zu%18.2f", row.size, row.value);

@@ -11,13 +11,17 @@ namespace {
 void usage() {
   std::puts(
       "usage: cgdr-bench TEST [S R] [options]\n"
-      "  TEST     latency | bw | bibw\n"
+      "  TEST     latency | bw | bibw                      (point-to-point, ranks 0 and 1)\n"
+      "           allreduce | reduce | reduce_scatter | bcast | allgather | alltoall | gather |\n"
+      "           scatter, and i<name> for the non-blocking form (overlap as OSU reports it)\n"
       "  S R      buffer location of the sender / receiver: H (host), D (device), M (managed)\n"
-      "  -m [MIN:]MAX     message sizes in bytes (default 0:4194304)\n"
+      "  -m [MIN:]MAX     message sizes in bytes (default 0:4194304; collectives 1:1048576)\n"
+      "  -d cuda|managed|host  buffer location for collectives (or for both sides)\n"
       "  -i N[:L]         iterations (small[:large messages]; default 10000:1000, as OSU)\n"
       "  -x N[:L]         warm-up iterations (default 100:10)\n"
       "  -W N             window size for bw/bibw (default 64)\n"
       "  -c               validate the data of each size\n"
+      "  -f               collectives: also min/max latency over ranks and iterations\n"
       "  --json FILE      also write the results as JSON (- for stdout)\n"
       "  --gpu N          GPU ordinal (default: local rank modulo GPU count)\n"
       "Preload cgdr to measure it: cgdr-run cgdr-bench ... or LD_PRELOAD=libcgdr.so.");
@@ -51,6 +55,7 @@ bool parse(int argc, char** argv, bench::Options& o) {
     };
     if (a == "-h" || a == "--help") return false;
     if (a == "-m") {
+      o.sizesGiven = true;
       const char* v = next();
       const char* colon = std::strchr(v, ':');
       if (colon) {
@@ -65,6 +70,8 @@ bool parse(int argc, char** argv, bench::Options& o) {
       parsePair(next(), &o.warmup, &o.warmupLarge);
     } else if (a == "-W") {
       o.window = std::atoi(next());
+    } else if (a == "-f") {
+      o.full = true;
     } else if (a == "-c") {
       o.validate = true;
     } else if (a == "--json") {
@@ -108,6 +115,10 @@ int main(int argc, char** argv) {
   int rc = 2;
   if (o.test == "latency" || o.test == "bw" || o.test == "bibw") {
     rc = bench::runPt2pt(o);
+  } else if (bench::isCollective(o.test)) {
+    if (o.minSize == 0 && !o.sizesGiven) o.minSize = 1;
+    if (!o.sizesGiven) o.maxSize = 1 << 20;
+    rc = bench::runCollective(o);
   } else if (me == 0) {
     std::fprintf(stderr, "cgdr-bench: unknown test '%s'\n", o.test.c_str());
     usage();
