@@ -17,7 +17,7 @@ summary=$OUT/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
 has() { [[ " $steps " == *" $1 "* ]]; }
-mpirun2() { timeout "${STEP_TIMEOUT:-300}" mpirun --bind-to core --map-by core -np 2 "$@"; }
+mpirun2() { timeout "${STEP_TIMEOUT:-120}" mpirun --bind-to core --map-by core -np 2 "$@"; }
 withcgdr() { echo -x "LD_PRELOAD=$lib"; }
 
 if has env; then
@@ -42,13 +42,13 @@ if has build; then
     say "build: FAILED (see build.log)"; tail -30 "$logs/build.log"
   fi
 fi
-export LD_LIBRARY_PATH="$top/.deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$top/.deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 if has tests; then
-  (cd "$build" && timeout 900 ctest -L gpu --output-on-failure) > "$logs/gpu-tests.log" 2>&1
+  (cd "$build" && timeout "${GPU_TESTS_TIMEOUT:-300}" ctest -L gpu -j2 --timeout 240 --output-on-failure) > "$logs/gpu-tests.log" 2>&1
   say "gpu tests: $(grep -E 'tests passed' "$logs/gpu-tests.log" || echo 'no result')"
   grep -E "Failed|\*\*\*|FAIL" "$logs/gpu-tests.log" | head -20 | tee -a "$summary"
-  (cd "$build" && timeout 600 ctest -L "unit|mpi" -j4 --output-on-failure) > "$logs/host-tests.log" 2>&1
+  (cd "$build" && timeout "${HOST_TESTS_TIMEOUT:-150}" ctest -L "unit|mpi" -j8 --timeout 120 --output-on-failure) > "$logs/host-tests.log" 2>&1
   say "host tests on the GPU machine: $(grep -E 'tests passed' "$logs/host-tests.log" || echo 'no result')"
 fi
 
