@@ -9,7 +9,7 @@ import sys
 
 
 def main(folder):
-    runs = {}
+    runs, units = {}, {}
     for f in sorted(pathlib.Path(folder).glob("*.json")):
         try:
             data = json.loads(f.read_text())
@@ -17,9 +17,10 @@ def main(folder):
             continue
         test, _, variant = f.stem.partition("-")
         runs.setdefault(test, {})[variant] = {r["size"]: r["value"] for r in data["results"]}
+        units[test] = data.get("unit", "")
     for test, variants in runs.items():
         names = sorted(variants)
-        unit = "us" if test == "latency" else "MB/s"
+        unit = units[test]
         print(f"\n{test} ({unit})")
         print(f"{'size':>10}" + "".join(f"{n:>16}" for n in names))
         sizes = sorted({s for v in variants.values() for s in v})

@@ -65,7 +65,7 @@ Result<std::unique_ptr<base::Op>> makeSend(const base::SendArgs& a) {
     }
     return std::unique_ptr<base::Op>(std::move(op));
   }
-  auto s = net::NetSend::start(a, loc.value().mem, loc.value().span);
+  auto s = net::NetSend::create(a, loc.value().mem, loc.value().span);
   if (!s.isOk()) return s.status();
   return std::unique_ptr<base::Op>(std::move(s.value()));
 }
@@ -96,7 +96,7 @@ Result<std::unique_ptr<base::Op>> makeRecv(const base::RecvArgs& a) {
     }
     return std::unique_ptr<base::Op>(std::move(op));
   }
-  auto r = net::NetRecv::start(a, loc.value().mem, loc.value().span, nullptr);
+  auto r = net::NetRecv::create(a, loc.value().mem, loc.value().span, nullptr);
   if (!r.isOk()) return r.status();
   return std::unique_ptr<base::Op>(std::move(r.value()));
 }
@@ -108,7 +108,7 @@ int isend(const base::SendArgs& a, MPI_Request* r) {
   if (!loc.isOk()) return raise(a.comm, loc.status());
   if (!loc.value().mem.onGpu() && !net::send_order::blocked(a.comm, a.peer))
     return base::pmpiIsend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm, r);
-  auto s = net::NetSend::start(a, loc.value().mem, loc.value().span);
+  auto s = net::NetSend::create(a, loc.value().mem, loc.value().span);
   if (!s.isOk()) return raise(a.comm, s.status());
   *r = handles::add(std::move(s.value()));
   return MPI_SUCCESS;
@@ -123,7 +123,7 @@ int send(const base::SendArgs& a) {
     beforeBlocking();
     return base::pmpiSend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm);
   }
-  auto s = net::NetSend::start(a, loc.value().mem, loc.value().span);
+  auto s = net::NetSend::create(a, loc.value().mem, loc.value().span);
   if (!s.isOk()) return raise(a.comm, s.status());
   net::send_order::flush(a.comm, a.peer);
   waitFor(*s.value());
@@ -135,7 +135,7 @@ int irecv(const base::RecvArgs& a, MPI_Request* r) {
   if (!loc.isOk()) return raise(a.comm, loc.status());
   if (!loc.value().mem.onGpu() || a.peer == MPI_PROC_NULL)
     return PMPI_Irecv(a.buf, a.count, a.type, a.peer, a.tag, a.comm, r);
-  auto op = net::NetRecv::start(a, loc.value().mem, loc.value().span, nullptr);
+  auto op = net::NetRecv::create(a, loc.value().mem, loc.value().span, nullptr);
   if (!op.isOk()) return raise(a.comm, op.status());
   *r = handles::add(std::move(op.value()));
   return MPI_SUCCESS;
@@ -148,7 +148,7 @@ int recv(const base::RecvArgs& a, MPI_Status* st) {
     beforeBlocking();
     return PMPI_Recv(a.buf, a.count, a.type, a.peer, a.tag, a.comm, st);
   }
-  auto op = net::NetRecv::start(a, loc.value().mem, loc.value().span, nullptr);
+  auto op = net::NetRecv::create(a, loc.value().mem, loc.value().span, nullptr);
   if (!op.isOk()) return raise(a.comm, op.status());
   beforeBlocking();
   waitFor(*op.value());
@@ -160,7 +160,7 @@ int imrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Request* r) {
   if (!loc.isOk()) return raise(a.comm, loc.status());
   if (!loc.value().mem.onGpu() || *m == MPI_MESSAGE_NO_PROC)
     return PMPI_Imrecv(a.buf, a.count, a.type, m, r);
-  auto op = net::NetRecv::start(a, loc.value().mem, loc.value().span, m);
+  auto op = net::NetRecv::create(a, loc.value().mem, loc.value().span, m);
   if (!op.isOk()) return raise(a.comm, op.status());
   *r = handles::add(std::move(op.value()));
   return MPI_SUCCESS;
@@ -173,7 +173,7 @@ int mrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Status* st) {
     beforeBlocking();
     return PMPI_Mrecv(a.buf, a.count, a.type, m, st);
   }
-  auto op = net::NetRecv::start(a, loc.value().mem, loc.value().span, m);
+  auto op = net::NetRecv::create(a, loc.value().mem, loc.value().span, m);
   if (!op.isOk()) return raise(a.comm, op.status());
   beforeBlocking();
   waitFor(*op.value());

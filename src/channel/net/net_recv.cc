@@ -6,7 +6,7 @@
 
 namespace cgdr::channel::net {
 
-base::Result<std::unique_ptr<NetRecv>> NetRecv::start(const base::RecvArgs& a,
+base::Result<std::unique_ptr<NetRecv>> NetRecv::create(const base::RecvArgs& a,
                                                        const mem::MemInfo& m, const base::Span& s,
                                                        MPI_Message* message) {
   std::unique_ptr<NetRecv> op(new NetRecv);

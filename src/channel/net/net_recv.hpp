@@ -13,7 +13,7 @@ namespace cgdr::channel::net {
 class NetRecv final : public base::Op {
  public:
   // Posts the receive; with `message` it is a matched receive (MPI_Imrecv) of that message.
-  static base::Result<std::unique_ptr<NetRecv>> start(const base::RecvArgs& a, const mem::MemInfo& m,
+  static base::Result<std::unique_ptr<NetRecv>> create(const base::RecvArgs& a, const mem::MemInfo& m,
                                                       const base::Span& s, MPI_Message* message);
   bool poll() override;
   int cancel() override;

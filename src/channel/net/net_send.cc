@@ -5,7 +5,7 @@
 
 namespace cgdr::channel::net {
 
-base::Result<std::unique_ptr<NetSend>> NetSend::start(const base::SendArgs& a,
+base::Result<std::unique_ptr<NetSend>> NetSend::create(const base::SendArgs& a,
                                                       const mem::MemInfo& m,
                                                       const base::Span& s) {
   std::unique_ptr<NetSend> op(new NetSend);

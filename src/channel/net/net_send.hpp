@@ -14,7 +14,7 @@ namespace cgdr::channel::net {
 class NetSend final : public base::Op {
  public:
   // Starts the copy out of the GPU (when m is GPU memory) and queues the send.
-  static base::Result<std::unique_ptr<NetSend>> start(const base::SendArgs& a, const mem::MemInfo& m,
+  static base::Result<std::unique_ptr<NetSend>> create(const base::SendArgs& a, const mem::MemInfo& m,
                                                       const base::Span& s);
   ~NetSend() override;
 
