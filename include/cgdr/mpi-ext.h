@@ -20,6 +20,10 @@ extern "C" {
 #endif
 /* 1 when cgdr can move GPU buffers in this process (a GPU is usable), else 0. */
 int MPIX_Query_cuda_support(void);
+/* Rebuilds cgdr's locality table (which ranks share a host, across containers); collective over
+ * MPI_COMM_WORLD, to be called when no communication is in flight (e.g. after a migration). */
+int MPIX_Cgdr_redetect(void);
+#define CGDR_HAVE_MPIX_CGDR_REDETECT 1
 #ifdef __cplusplus
 }
 #endif

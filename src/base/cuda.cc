@@ -125,6 +125,21 @@ bool queryPointer(const void* ptr, bool withRange, PointerAttrs* out) {
 #endif
 }
 
+bool vmmFdSupported(int device) {
+#if CGDR_HAVE_CUDA
+  if (!usable()) return false;
+  using GetAttr = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  static auto getAttr = reinterpret_cast<GetAttr>(driverEntry("cuDeviceGetAttribute"));
+  int vmm = 0, fd = 0;
+  return getAttr && getAttr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device) == CUDA_SUCCESS &&
+         getAttr(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device) == CUDA_SUCCESS && vmm &&
+         fd;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 std::string describeDevice(int device) {
 #if CGDR_HAVE_CUDA
   cudaDeviceProp p{};

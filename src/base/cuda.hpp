@@ -30,6 +30,10 @@ bool queryPointer(const void* ptr, bool withRange, PointerAttrs* out);
 // Looks up a driver entry point by name (e.g. "cuMemCreate"); nullptr when absent.
 void* driverEntry(const char* name, int cudaVersion = 12000);
 
+// True if the GPU can export cuMem allocations as POSIX file descriptors (cuMem IPC across
+// PID namespaces).
+bool vmmFdSupported(int device);
+
 // One-line description of the GPU (name, PCI bus id, memory) for cgdr-info.
 std::string describeDevice(int device);
 

@@ -7,6 +7,7 @@
 
 #include "base/config.hpp"
 #include "base/cuda.hpp"
+#include "base/errors.hpp"
 #include "base/log.hpp"
 #include "base/errors.hpp"
 #include "engine/handles.hpp"
@@ -14,6 +15,7 @@
 #include "interpose/guard.hpp"
 #include "interpose/lifecycle.hpp"
 #include "mem/host_cache.hpp"
+#include "topo/detect.hpp"
 #include "mem/pinned_pool.hpp"
 
 namespace cgdr::interpose {
@@ -22,6 +24,7 @@ thread_local bool tInside __attribute__((tls_model("initial-exec"))) = false;
 
 namespace {
 std::atomic<bool> gReady{false};
+MPI_Comm gControl = MPI_COMM_NULL;  // cgdr's own traffic never uses the user's communicators
 
 // The MPI this library was compiled against must be the one it runs on.
 bool abiMatches() {
@@ -51,6 +54,9 @@ void setUp() {
   engine::handles::init();
   (void)base::cuda::usable();  // decide once, before the first message
   (void)mem::watchUcmEvents();  // a UCX-based MPI loads libucm during MPI_Init
+  PMPI_Comm_dup(MPI_COMM_WORLD, &gControl);
+  base::Status loc = topo::detect(gControl);
+  if (!loc.isOk()) CGDR_LOG(kWarn, kInit, "locality detection failed: %s", loc.message().c_str());
   runInitHooks();
   gReady.store(true, std::memory_order_release);
   CGDR_LOG(kInfo, kInit, "cgdr ready (GPU %s)", base::cuda::usable() ? "on" : "off");
@@ -60,6 +66,7 @@ void tearDown() {
   engine::beforeBlocking();
   runFinalizeHooks();
   engine::handles::fini();
+  if (gControl != MPI_COMM_NULL) PMPI_Comm_free(&gControl);
   gReady.store(false, std::memory_order_release);
   mem::drainPinnedPool();
 }
@@ -93,6 +100,16 @@ CGDR_API int MPI_Finalize(void) {
   Guard g;
   tearDown();
   return PMPI_Finalize();
+}
+
+// Rebuilds the locality table (collective over MPI_COMM_WORLD), e.g. after a container migrated:
+// C-GDR's re-detection entry point. Call it when no cgdr communication is in flight.
+CGDR_API int MPIX_Cgdr_redetect(void) {
+  if (tInside || !ready()) return MPI_ERR_OTHER;
+  Guard g;
+  cgdr::engine::beforeBlocking();
+  cgdr::base::Status s = cgdr::topo::detect(gControl);
+  return s.isOk() ? MPI_SUCCESS : cgdr::base::raise(MPI_COMM_WORLD, s);
 }
 
 // True only when a GPU is usable at run time (Open MPI's extension, answered by cgdr).

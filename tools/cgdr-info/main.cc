@@ -1,45 +1,71 @@
-// cgdr-info: what cgdr sees and how it is configured. Alone or under mpirun (each rank reports).
-//   cgdr-info [--settings] [--gpus] [--markdown]
+// cgdr-info: what cgdr sees and how it is configured. Alone or under mpirun.
+//   cgdr-info [--identity] [--locality] [--gpus] [--settings] [--markdown]
+// With no option it prints everything; rank 0 prints the job's output in rank order.
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "base/config.hpp"
 #include "base/cuda.hpp"
 #include "base/log.hpp"
-#include "mem/classify.hpp"
+#include "topo/detect.hpp"
+#include "topo/report.hpp"
 
 namespace {
 
-void printSettings(bool markdown) {
+std::string settingsText(bool markdown) {
   auto rows = cgdr::base::Registry::instance().rows();
+  std::string out;
+  char line[2048];
   if (markdown) {
-    std::puts("| Setting | Type | Default | Units | Aliases | Meaning |");
-    std::puts("|---|---|---|---|---|---|");
-    for (auto& r : rows)
-      std::printf("| `%s` | %s | `%s` | %s | %s | %s |\n", r.name.c_str(), r.type.c_str(), r.defaultValue.c_str(),
-                  r.units.c_str(), r.aliases.empty() ? "" : ("`" + r.aliases + "`").c_str(), r.help.c_str());
-    return;
+    out += "| Setting | Type | Default | Units | Aliases | Meaning |\n|---|---|---|---|---|---|\n";
+    for (auto& r : rows) {
+      std::snprintf(line, sizeof line, "| `%s` | %s | `%s` | %s | %s | %s |\n", r.name.c_str(), r.type.c_str(),
+                    r.defaultValue.c_str(), r.units.c_str(), r.aliases.empty() ? "" : ("`" + r.aliases + "`").c_str(),
+                    r.help.c_str());
+      out += line;
+    }
+    return out;
   }
-  std::puts("# settings: NAME = value (default; source) [aliases] - help");
+  out += "# settings: NAME = value (default; source) [aliases]\n";
   for (auto& r : rows) {
-    std::printf("%-28s = %-12s (default %s; %s)%s%s%s\n    %s\n", r.name.c_str(), r.value.c_str(),
-                r.defaultValue.empty() ? "\"\"" : r.defaultValue.c_str(), r.source.c_str(),
-                r.aliases.empty() ? "" : " [", r.aliases.c_str(), r.aliases.empty() ? "" : "]", r.help.c_str());
+    std::snprintf(line, sizeof line, "%-26s = %-12s (default %s; %s)%s%s%s\n    %s\n", r.name.c_str(), r.value.c_str(),
+                  r.defaultValue.empty() ? "\"\"" : r.defaultValue.c_str(), r.source.c_str(),
+                  r.aliases.empty() ? "" : " [", r.aliases.c_str(), r.aliases.empty() ? "" : "]", r.help.c_str());
+    out += line;
   }
+  return out;
 }
 
-void printGpus(int rank) {
+std::string gpuText(int rank) {
   namespace cuda = cgdr::base::cuda;
-  if (!cuda::usable()) {
-    std::printf("rank %d: GPU support off: %s\n", rank, cuda::whyUnusable().c_str());
-    return;
+  std::string p = "rank " + std::to_string(rank) + ": ";
+  if (!cuda::usable()) return p + "GPU support off: " + cuda::whyUnusable() + "\n";
+  std::string out = p + std::to_string(cuda::deviceCount()) + " GPU(s)\n";
+  for (int d = 0; d < cuda::deviceCount(); ++d) out += p + "  GPU " + std::to_string(d) + ": " + cuda::describeDevice(d) + "\n";
+  return out;
+}
+
+// Prints every rank's text in rank order on rank 0.
+void printOrdered(const std::string& mine, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(size), displs(size);
+  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
+  int total = 0;
+  for (int i = 0; i < size; ++i) {
+    displs[i] = total;
+    total += lens[i];
   }
-  std::printf("rank %d: %d GPU(s)\n", rank, cuda::deviceCount());
-  for (int d = 0; d < cuda::deviceCount(); ++d)
-    std::printf("rank %d:   GPU %d: %s\n", rank, d, cuda::describeDevice(d).c_str());
+  std::vector<char> all(rank == 0 ? total + 1 : 1);
+  MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, comm);
+  if (rank == 0) std::fwrite(all.data(), 1, total, stdout);
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -50,20 +76,41 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   cgdr::base::Registry::instance().resolveFromProcess();
   cgdr::base::logConfigureFromSettings();
-  bool settings = false, gpus = false, markdown = false;
+  bool identity = false, loc = false, gpus = false, settings = false, markdown = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--settings")) settings = true;
+    if (!std::strcmp(argv[i], "--identity")) identity = true;
+    else if (!std::strcmp(argv[i], "--locality")) loc = true;
     else if (!std::strcmp(argv[i], "--gpus")) gpus = true;
+    else if (!std::strcmp(argv[i], "--settings")) settings = true;
     else if (!std::strcmp(argv[i], "--markdown")) settings = markdown = true;
     else {
-      if (rank == 0) std::fprintf(stderr, "usage: cgdr-info [--settings] [--gpus] [--markdown]\n");
+      if (rank == 0) std::fprintf(stderr, "usage: cgdr-info [--identity] [--locality] [--gpus] [--settings] [--markdown]\n");
       MPI_Finalize();
       return 2;
     }
   }
-  if (!settings && !gpus) settings = gpus = true;
-  if (gpus) printGpus(rank);
-  if (settings && rank == 0) printSettings(markdown);
+  if (!identity && !loc && !gpus && !settings) identity = loc = gpus = settings = true;
+  MPI_Comm world;
+  MPI_Comm_dup(MPI_COMM_WORLD, &world);
+  if (identity || loc) {
+    (void)cgdr::topo::detect(world);
+  }
+  const auto& t = cgdr::topo::locality();
+  if (gpus) printOrdered(gpuText(rank), world);
+  if (identity) printOrdered(cgdr::topo::describeIdentity(t.me), world);
+  if (loc) {
+    if (rank == 0) {
+      std::printf("# locality mode %s: %d ranks; locality segment %zu bytes per host; detection %.3f ms on rank 0%s%s\n",
+                  cgdr::topo::modeName(t.mode), t.size, t.shmBytes, t.seconds * 1e3,
+                  t.shmProblem.empty() ? "" : "; no segment: ", t.shmProblem.c_str());
+      std::printf("# relation matrix: s self, n same namespace, c co-located container, r remote;"
+                  " upper case = served by cgdr's engine\n");
+    }
+    printOrdered("matrix " + std::to_string(rank) + ":" + cgdr::topo::relationRow(t) + "\n", world);
+    printOrdered(cgdr::topo::describePeers(t), world);
+  }
+  if (settings && rank == 0) std::fputs(settingsText(markdown).c_str(), stdout);
+  MPI_Comm_free(&world);
   MPI_Finalize();
   return 0;
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Nothing is left behind: a stale segment and socket of a killed job neither break nor confuse a
+# new job and are removed; nothing remains after a normal exit, after kill -9 of the ranks, or
+# after Ctrl-C on cgdr-pods (no processes, no bridge).
+. "$(dirname "$0")/lib.sh"
+HOLD=$BIN/tests/mpi/hold
+vol=$(mktemp -d /tmp/cgdr-vol.XXXXXX)
+chmod 1777 "$vol"
+uid=$(id -u)
+
+# A leftover of a killed job: an old segment with garbage, and a socket nobody listens on.
+stale="$vol/cgdr-$uid-00000000deadbeef-loc"
+head -c 100000 /dev/urandom > "$stale"
+chmod 600 "$stale"
+python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$vol/cgdr-$uid-00000000deadbeef-sock"
+touch -h -d '-1 hour' "$stale" "$vol/cgdr-$uid-00000000deadbeef-sock"
+out=$("$PODS" -n 2 --private-shm --shared-dir "$vol" -- "$INFO" --locality 2>&1)
+expect "$out" "^pair 0 1 relation=2 engine=1 shm=1" "new job next to a stale segment"
+[ -z "$(leftovers "$vol")" ] || fail "stale or new files remain: $(leftovers "$vol")"
+
+# kill -9 of the ranks while they run.
+log=$(mktemp)
+"$PODS" -n 2 --private-shm --shared-dir "$vol" -- "$HOLD" 60 > "$log" 2>&1 &
+pods=$!
+for _ in $(seq 100); do [ "$(grep -c '^ready' "$log")" -ge 2 ] && break; sleep 0.1; done
+[ "$(grep -c '^ready' "$log")" -ge 2 ] || fail "held ranks did not start: $(tail -3 "$log")"
+pkill -KILL -f "$HOLD 60"
+wait $pods
+[ -z "$(leftovers "$vol")" ] || fail "files remain after kill -9: $(leftovers "$vol")"
+pgrep -f "$HOLD 60" >/dev/null && fail "ranks survive kill -9"
+
+# Ctrl-C on cgdr-pods itself: the pods and everything in them go away. (A background job of a
+# script ignores SIGINT; the wrapper restores the default an interactive shell would give it.)
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+  "$PODS" -n 2 --shared-dir "$vol" -- "$HOLD" 60 > "$log" 2>&1 &
+pods=$!
+for _ in $(seq 100); do [ "$(grep -c '^ready' "$log")" -ge 2 ] && break; sleep 0.1; done
+start=$SECONDS
+kill -INT $pods
+wait $pods
+[ $((SECONDS - start)) -lt 20 ] || fail "cgdr-pods took $((SECONDS - start)) s to stop after Ctrl-C"
+sleep 0.5
+pgrep -f "$HOLD 60" >/dev/null && fail "ranks survive Ctrl-C on cgdr-pods"
+pgrep -f "sleep 2147483647" >/dev/null && fail "pod init processes survive Ctrl-C"
+[ -z "$(leftovers "$vol")" ] || fail "files remain after Ctrl-C: $(leftovers "$vol")"
+[ -z "$(leftovers /dev/shm)" ] || fail "files remain in /dev/shm: $(leftovers /dev/shm)"
+rm -rf "$vol" "$log"
+finish

@@ -1,0 +1,22 @@
+# Helpers for the cgdr-pods tests: BIN (build dir) is the first argument of every test.
+set -u
+BIN=${1:?usage: test.sh BUILD_DIR}
+PODS=$BIN/bin/cgdr-pods
+INFO=$BIN/tools/cgdr-info/cgdr-info
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+failures=0
+if [ "$(id -u)" != 0 ] || ! unshare --net true 2>/dev/null; then
+  echo "SKIP: creating namespaces needs root (cgdr-pods tests)"
+  exit 77
+fi
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# expect OUTPUT PATTERN WHAT: the output has a line matching the extended regex.
+expect() { grep -Eq -- "$2" <<<"$1" || { fail "$3: no line matches '$2'"; echo "$1" | grep -E "^(pair|matrix|rank [0-9]+ ->)" | head -8; }; }
+refuse() { grep -Eq -- "$2" <<<"$1" && fail "$3: a line matches '$2'"; return 0; }
+leftovers() { ls -A "$1" 2>/dev/null | grep -E '^cgdr-' || true; }
+no_bridges() { ip -o link show type bridge 2>/dev/null | grep -q cgdrbr && fail "a cgdr-pods bridge was left behind"; return 0; }
+finish() {
+  no_bridges
+  [ $failures -eq 0 ] && echo "PASS $(basename "$0")" || echo "FAIL $(basename "$0") ($failures)"
+  [ $failures -eq 0 ]
+}
