@@ -9,15 +9,15 @@ cmd=()
 case "$mpi" in
   openmpi)
     cmd=(mpiexec.openmpi --allow-run-as-root --oversubscribe --bind-to none -np "$np")
-    [ "$mode" = cgdr ] && cmd+=(-x "LD_PRELOAD=$lib" -x CGDR_TEST_PRELOADED=1)
+    [ "$mode" = cgdr ] && cmd+=(-x "LD_PRELOAD=$lib" -x CGDRTEST_PRELOADED=1)
     ;;
   mpich)
     cmd=(mpiexec.mpich -n "$np")
-    [ "$mode" = cgdr ] && cmd+=(-genv LD_PRELOAD "$lib" -genv CGDR_TEST_PRELOADED 1)
+    [ "$mode" = cgdr ] && cmd+=(-genv LD_PRELOAD "$lib" -genv CGDRTEST_PRELOADED 1)
     ;;
   *) echo "run-mpi.sh: unknown MPI '$mpi'" >&2; exit 2 ;;
 esac
-timeout --signal=KILL "${CGDR_TEST_TIMEOUT:-900}" "${cmd[@]}" "$@"
+timeout --kill-after=10 --signal=TERM "${CGDRTEST_TIMEOUT:-900}" "${cmd[@]}" "$@"
 rc=$?
-[ $rc -eq 137 ] && echo "run-mpi.sh: test killed after ${CGDR_TEST_TIMEOUT:-900} s (hang?)" >&2
+[ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "run-mpi.sh: test killed after ${CGDRTEST_TIMEOUT:-900} s (hang?)" >&2
 exit $rc

@@ -25,6 +25,7 @@ const Entry kEntries[] = {
     {Errc::kPeerLost, MPI_ERR_OTHER, "cgdr: a co-located peer process vanished"},
     {Errc::kProtocol, MPI_ERR_INTERN, "cgdr: malformed data from a peer"},
     {Errc::kArgument, MPI_ERR_ARG, "cgdr: invalid argument"},
+    {Errc::kTruncate, MPI_ERR_TRUNCATE, nullptr},  // MPI's own code: programs compare with it
 };
 
 constexpr int kCount = sizeof(kEntries) / sizeof(kEntries[0]);
@@ -34,6 +35,7 @@ bool gInit = false;
 // Adds a code to the predefined class if the MPI then reports our text for it (Open MPI);
 // otherwise (MPICH) to a new class of cgdr's own, so the message is not lost.
 int makeCode(const Entry& e) {
+  if (!e.text) return e.mpiClass;
   int code = 0;
   if (PMPI_Add_error_code(e.mpiClass, &code) == MPI_SUCCESS &&
       PMPI_Add_error_string(code, e.text) == MPI_SUCCESS) {

@@ -30,6 +30,7 @@ class ShmFile {
   void* data() const { return data_; }
   std::size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
   // Removes the name (the mapping stays valid). Safe to call from several processes.
   void unlink();
   // Unmaps and closes (releases the flock).

@@ -16,6 +16,7 @@ enum class Errc {
   kPeerLost,        // a co-located peer vanished mid-transfer
   kProtocol,        // a peer sent something that failed validation
   kArgument,        // bad argument detected by cgdr
+  kTruncate,        // a message longer than the receive buffer (MPI_ERR_TRUNCATE)
 };
 
 // A cheap, [[nodiscard]] status: a code plus a message naming the cause.

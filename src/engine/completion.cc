@@ -72,7 +72,7 @@ int wait(MPI_Request* r, MPI_Status* st) {
   base::Op* op = handles::find(*r);
   if (!op) {
     beforeBlocking();
-    return PMPI_Wait(r, st);
+    return mustPoll() ? pollReal(r, st) : PMPI_Wait(r, st);
   }
   if (!op->active()) {
     base::setEmptyStatus(st);
@@ -103,12 +103,12 @@ int test(MPI_Request* r, int* flag, MPI_Status* st) {
 }
 
 int waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
-  if (handles::none()) {
+  if (handles::none() && !mustPoll()) {
     beforeBlocking();
     return PMPI_Waitall(n, rs, sts);
   }
   Split s(n, rs);
-  if (!s.anyOurs) {
+  if (!s.anyOurs && !mustPoll()) {
     beforeBlocking();
     return PMPI_Waitall(n, rs, sts);
   }
@@ -120,7 +120,7 @@ int waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
     bool oursDone = true;
     for (int i = 0; i < n; ++i)
       if (s.activeOurs(i) && !s.ops[i]->poll()) oursDone = false;
-    if (oursDone && !realDone) {
+    if (oursDone && !realDone && !mustPoll()) {
       beforeBlocking();
       realRc = PMPI_Waitall(n, s.real.data(), realSt.data());
       break;
@@ -248,14 +248,14 @@ int somePass(int n, MPI_Request rs[], Split& s, int* outcount, int indices[], MP
 }  // namespace
 
 int waitany(int n, MPI_Request rs[], int* index, MPI_Status* st) {
-  if (handles::none()) {
+  if (handles::none() && !mustPoll()) {
     beforeBlocking();
     return PMPI_Waitany(n, rs, index, st);
   }
   Split s(n, rs);
   bool anyActive = false;
   for (int i = 0; i < n; ++i) anyActive = anyActive || s.activeOurs(i);
-  if (!anyActive) {
+  if (!anyActive && !mustPoll()) {
     beforeBlocking();
     int rc = PMPI_Waitany(n, s.real.data(), index, st);
     if (*index != MPI_UNDEFINED) rs[*index] = s.real[*index];
@@ -280,7 +280,7 @@ int testany(int n, MPI_Request rs[], int* index, int* flag, MPI_Status* st) {
 }
 
 int waitsome(int n, MPI_Request rs[], int* outcount, int indices[], MPI_Status sts[]) {
-  if (handles::none()) {
+  if (handles::none() && !mustPoll()) {
     beforeBlocking();
     return PMPI_Waitsome(n, rs, outcount, indices, sts);
   }

@@ -2,14 +2,23 @@
 
 #include "base/cuda.hpp"
 #include "base/dtype.hpp"
+#include "base/errors.hpp"
 #include "channel/net/net_recv.hpp"
 #include "channel/net/net_send.hpp"
 #include "channel/net/send_order.hpp"
-#include "base/errors.hpp"
+#include "engine/comm_table.hpp"
 #include "engine/handles.hpp"
+#include "engine/held.hpp"
+#include "engine/messages.hpp"
+#include "engine/msg_data.hpp"
 #include "engine/progress.hpp"
 #include "engine/real_op.hpp"
+#include "engine/shm_engine.hpp"
+#include "engine/shm_ops.hpp"
 #include "mem/classify.hpp"
+
+#include <cstring>
+#include <vector>
 
 namespace cgdr::engine {
 using base::raise;
@@ -43,16 +52,21 @@ int finishBlocking(base::Op& op, MPI_Status* st) {
   return settleError(op.comm, op.error, op.errorRaised, op.failure);
 }
 
-}  // namespace
+enum class Route { kReal, kEngine, kMixed };
 
-void copyStatus(MPI_Status* dst, const MPI_Status& src) {
-  if (dst == MPI_STATUS_IGNORE) return;
-  int keep = dst->MPI_ERROR;
-  *dst = src;
-  dst->MPI_ERROR = keep;
+// Who serves a peer of a communicator: the engine (co-located) or the real MPI.
+Route routeOf(MPI_Comm comm, int peer, const CommInfo** info) {
+  *info = nullptr;
+  if (!ShmEngine::get() || peer == MPI_PROC_NULL) return Route::kReal;
+  const CommInfo* c = comms::find(comm);
+  if (!c || !c->anyLocal) return Route::kReal;
+  *info = c;
+  if (peer == MPI_ANY_SOURCE) return c->anyRemote ? Route::kMixed : Route::kEngine;
+  if (peer < 0 || peer >= c->size || !c->peer[peer]) return Route::kReal;
+  return Route::kEngine;
 }
 
-Result<std::unique_ptr<base::Op>> makeSend(const base::SendArgs& a) {
+Result<std::unique_ptr<base::Op>> realSend(const base::SendArgs& a) {
   auto loc = locate(a.buf, a.count, a.type);
   if (!loc.isOk()) return loc.status();
   if (!loc.value().mem.onGpu() && !net::send_order::blocked(a.comm, a.peer)) {
@@ -70,20 +84,56 @@ Result<std::unique_ptr<base::Op>> makeSend(const base::SendArgs& a) {
   return std::unique_ptr<base::Op>(std::move(s.value()));
 }
 
-// A receive from MPI_PROC_NULL: complete at once with the status MPI prescribes (some MPIs
-// report source 0 for a non-blocking one).
-class ProcNullRecv final : public base::Op {
- public:
-  explicit ProcNullRecv(MPI_Comm c) {
-    comm = c;
-    base::setEmptyStatus(&status);
-    status.MPI_SOURCE = MPI_PROC_NULL;
-  }
-  bool poll() override { return true; }
-};
+// An engine send; buffered ones are adopted by the engine (the caller's part is complete).
+Result<std::unique_ptr<base::Op>> engineSend(const base::SendArgs& a, const CommInfo& c) {
+  ShmEngine& e = *ShmEngine::get();
+  auto op = e.isend(a, c, c.peer[a.peer]);
+  if (!op.isOk() || a.mode != base::SendMode::kBuffered) return op;
+  std::lock_guard lock(e.mutex());
+  e.adopt(std::move(op.value()));
+  auto done = std::make_unique<RealOp>(MPI_REQUEST_NULL, a.comm);
+  base::setEmptyStatus(&done->status);
+  return std::unique_ptr<base::Op>(std::move(done));
+}
 
-Result<std::unique_ptr<base::Op>> makeRecv(const base::RecvArgs& a) {
-  if (a.peer == MPI_PROC_NULL) return std::unique_ptr<base::Op>(std::make_unique<ProcNullRecv>(a.comm));
+// An engine receive (specific co-located source or wildcard); mixed wildcards also watch the
+// real MPI, and hold back later receives from remote peers.
+Result<std::unique_ptr<base::Op>> engineRecv(const base::RecvArgs& a, const CommInfo& c, bool mixed) {
+  ShmEngine& e = *ShmEngine::get();
+  auto op = e.irecv(a, c, mixed);
+  if (!op.isOk() || !mixed) return op;
+  std::lock_guard lock(e.mutex());
+  auto* r = static_cast<ShmRecv*>(op.value().get());
+  if (r->posted()) e.holdBehind(c.ctx, r);
+  return op;
+}
+
+Result<std::unique_ptr<base::Op>> heldRecv(const base::RecvArgs& a, const CommInfo& c) {
+  ShmEngine& e = *ShmEngine::get();
+  std::lock_guard lock(e.mutex());
+  auto op = std::make_unique<HeldRecv>(e, a);
+  e.holdBehind(c.ctx, op.get());
+  return std::unique_ptr<base::Op>(std::move(op));
+}
+
+int raiseOr(MPI_Comm comm, const Status& s) { return raise(comm, s); }
+
+}  // namespace
+
+void copyStatus(MPI_Status* dst, const MPI_Status& src) {
+  if (dst == MPI_STATUS_IGNORE) return;
+  int keep = dst->MPI_ERROR;
+  *dst = src;
+  dst->MPI_ERROR = keep;
+}
+
+Result<std::unique_ptr<base::Op>> makeSend(const base::SendArgs& a) {
+  const CommInfo* c;
+  if (routeOf(a.comm, a.peer, &c) == Route::kEngine) return engineSend(a, *c);
+  return realSend(a);
+}
+
+Result<std::unique_ptr<base::Op>> makeRealRecv(const base::RecvArgs& a) {
   auto loc = locate(a.buf, a.count, a.type);
   if (!loc.isOk()) return loc.status();
   if (!loc.value().mem.onGpu()) {
@@ -101,7 +151,39 @@ Result<std::unique_ptr<base::Op>> makeRecv(const base::RecvArgs& a) {
   return std::unique_ptr<base::Op>(std::move(r.value()));
 }
 
+// A receive from MPI_PROC_NULL: complete at once with the status MPI prescribes (some MPIs
+// report source 0 for a non-blocking one).
+class ProcNullRecv final : public base::Op {
+ public:
+  explicit ProcNullRecv(MPI_Comm c) {
+    comm = c;
+    base::setEmptyStatus(&status);
+    status.MPI_SOURCE = MPI_PROC_NULL;
+  }
+  bool poll() override { return true; }
+};
+
+Result<std::unique_ptr<base::Op>> makeRecv(const base::RecvArgs& a) {
+  if (a.peer == MPI_PROC_NULL) return std::unique_ptr<base::Op>(std::make_unique<ProcNullRecv>(a.comm));
+  const CommInfo* c;
+  Route r = routeOf(a.comm, a.peer, &c);
+  if (r != Route::kReal) return engineRecv(a, *c, r == Route::kMixed);
+  if (c && ShmEngine::get()->holding(c->ctx)) return heldRecv(a, *c);
+  if (!c) {
+    const CommInfo* known = ShmEngine::get() ? comms::find(a.comm) : nullptr;
+    if (known && ShmEngine::get()->holding(known->ctx)) return heldRecv(a, *known);
+  }
+  return makeRealRecv(a);
+}
+
 int isend(const base::SendArgs& a, MPI_Request* r) {
+  const CommInfo* c;
+  if (routeOf(a.comm, a.peer, &c) == Route::kEngine) {
+    auto op = engineSend(a, *c);
+    if (!op.isOk()) return raiseOr(a.comm, op.status());
+    *r = handles::add(std::move(op.value()));
+    return MPI_SUCCESS;
+  }
   if (a.peer == MPI_PROC_NULL)
     return base::pmpiIsend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm, r);
   auto loc = locate(a.buf, a.count, a.type);
@@ -115,13 +197,25 @@ int isend(const base::SendArgs& a, MPI_Request* r) {
 }
 
 int send(const base::SendArgs& a) {
+  const CommInfo* c;
+  if (routeOf(a.comm, a.peer, &c) == Route::kEngine) {
+    int rc = MPI_SUCCESS;
+    if (ShmEngine::get()->trySendNow(a, *c, c->peer[a.peer], &rc)) return rc;
+    auto op = engineSend(a, *c);
+    if (!op.isOk()) return raise(a.comm, op.status());
+    waitFor(*op.value());
+    return finishBlocking(*op.value(), MPI_STATUS_IGNORE);
+  }
   if (a.peer == MPI_PROC_NULL)
     return base::pmpiSend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm);
   auto loc = locate(a.buf, a.count, a.type);
   if (!loc.isOk()) return raise(a.comm, loc.status());
   if (!loc.value().mem.onGpu()) {
     beforeBlocking();
-    return base::pmpiSend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm);
+    if (!mustPoll()) return base::pmpiSend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm);
+    MPI_Request r;
+    int rc = base::pmpiIsend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm, &r);
+    return rc != MPI_SUCCESS ? rc : pollReal(&r, MPI_STATUS_IGNORE);
   }
   auto s = net::NetSend::create(a, loc.value().mem, loc.value().span);
   if (!s.isOk()) return raise(a.comm, s.status());
@@ -131,24 +225,33 @@ int send(const base::SendArgs& a) {
 }
 
 int irecv(const base::RecvArgs& a, MPI_Request* r) {
-  auto loc = locate(a.buf, a.count, a.type);
-  if (!loc.isOk()) return raise(a.comm, loc.status());
-  if (!loc.value().mem.onGpu() || a.peer == MPI_PROC_NULL)
-    return PMPI_Irecv(a.buf, a.count, a.type, a.peer, a.tag, a.comm, r);
-  auto op = net::NetRecv::create(a, loc.value().mem, loc.value().span, nullptr);
+  auto op = makeRecv(a);
   if (!op.isOk()) return raise(a.comm, op.status());
+  if (auto* real = dynamic_cast<RealOp*>(op.value().get()); real && real->error != MPI_SUCCESS) return real->error;
   *r = handles::add(std::move(op.value()));
   return MPI_SUCCESS;
 }
 
 int recv(const base::RecvArgs& a, MPI_Status* st) {
-  auto loc = locate(a.buf, a.count, a.type);
-  if (!loc.isOk()) return raise(a.comm, loc.status());
-  if (!loc.value().mem.onGpu() || a.peer == MPI_PROC_NULL) {
-    beforeBlocking();
-    return PMPI_Recv(a.buf, a.count, a.type, a.peer, a.tag, a.comm, st);
+  const CommInfo* c;
+  Route route = routeOf(a.comm, a.peer, &c);
+  bool held = false;
+  if (route == Route::kReal && a.peer != MPI_PROC_NULL && ShmEngine::get()) {
+    const CommInfo* known = comms::find(a.comm);
+    held = known && ShmEngine::get()->holding(known->ctx);
   }
-  auto op = net::NetRecv::create(a, loc.value().mem, loc.value().span, nullptr);
+  if (route == Route::kReal && !held) {
+    auto loc = locate(a.buf, a.count, a.type);
+    if (!loc.isOk()) return raise(a.comm, loc.status());
+    if (!loc.value().mem.onGpu() || a.peer == MPI_PROC_NULL) {
+      beforeBlocking();
+      if (!mustPoll()) return PMPI_Recv(a.buf, a.count, a.type, a.peer, a.tag, a.comm, st);
+      MPI_Request r;
+      int rc = PMPI_Irecv(a.buf, a.count, a.type, a.peer, a.tag, a.comm, &r);
+      return rc != MPI_SUCCESS ? rc : pollReal(&r, st);
+    }
+  }
+  auto op = makeRecv(a);
   if (!op.isOk()) return raise(a.comm, op.status());
   beforeBlocking();
   waitFor(*op.value());
@@ -156,10 +259,20 @@ int recv(const base::RecvArgs& a, MPI_Status* st) {
 }
 
 int imrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Request* r) {
+  if (messages::ours(*m)) {
+    const CommInfo* c = nullptr;
+    auto msg = messages::take(*m, &c);
+    *m = MPI_MESSAGE_NULL;
+    base::RecvArgs ra = a;
+    ra.comm = c->comm;
+    auto op = ShmEngine::get()->mrecv(std::move(msg), ra, *c);
+    if (!op.isOk()) return raise(c->comm, op.status());
+    *r = handles::add(std::move(op.value()));
+    return MPI_SUCCESS;
+  }
   auto loc = locate(a.buf, a.count, a.type);
   if (!loc.isOk()) return raise(a.comm, loc.status());
-  if (!loc.value().mem.onGpu() || *m == MPI_MESSAGE_NO_PROC)
-    return PMPI_Imrecv(a.buf, a.count, a.type, m, r);
+  if (!loc.value().mem.onGpu() || *m == MPI_MESSAGE_NO_PROC) return PMPI_Imrecv(a.buf, a.count, a.type, m, r);
   auto op = net::NetRecv::create(a, loc.value().mem, loc.value().span, m);
   if (!op.isOk()) return raise(a.comm, op.status());
   *r = handles::add(std::move(op.value()));
@@ -167,11 +280,24 @@ int imrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Request* r) {
 }
 
 int mrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Status* st) {
+  if (messages::ours(*m)) {
+    MPI_Request r;
+    int rc = imrecv(a, m, &r);
+    if (rc != MPI_SUCCESS) return rc;
+    base::Op* op = handles::find(r);
+    waitFor(*op);
+    int err = finishBlocking(*op, st);
+    (void)handles::take(r);
+    return err;
+  }
   auto loc = locate(a.buf, a.count, a.type);
   if (!loc.isOk()) return raise(a.comm, loc.status());
   if (!loc.value().mem.onGpu() || *m == MPI_MESSAGE_NO_PROC) {
     beforeBlocking();
-    return PMPI_Mrecv(a.buf, a.count, a.type, m, st);
+    if (!mustPoll()) return PMPI_Mrecv(a.buf, a.count, a.type, m, st);
+    MPI_Request r;
+    int rc = PMPI_Imrecv(a.buf, a.count, a.type, m, &r);
+    return rc != MPI_SUCCESS ? rc : pollReal(&r, st);
   }
   auto op = net::NetRecv::create(a, loc.value().mem, loc.value().span, m);
   if (!op.isOk()) return raise(a.comm, op.status());
@@ -180,15 +306,80 @@ int mrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Status* st) {
   return finishBlocking(*op.value(), st);
 }
 
-int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
-  auto ls = locate(s.buf, s.count, s.type);
-  if (!ls.isOk()) return raise(s.comm, ls.status());
-  auto lr = locate(r.buf, r.count, r.type);
-  if (!lr.isOk()) return raise(r.comm, lr.status());
-  if (!ls.value().mem.onGpu() && !lr.value().mem.onGpu()) {
+int iprobe(int src, int tag, MPI_Comm comm, int* flag, MPI_Status* st) {
+  const CommInfo* c;
+  Route r = routeOf(comm, src, &c);
+  progressAll();
+  if (r != Route::kReal && ShmEngine::get()->iprobe(*c, src, tag, st, nullptr)) {
+    *flag = 1;
+    return MPI_SUCCESS;
+  }
+  if (r == Route::kEngine) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  return PMPI_Iprobe(src, tag, comm, flag, st);
+}
+
+int probe(int src, int tag, MPI_Comm comm, MPI_Status* st) {
+  const CommInfo* c;
+  if (routeOf(comm, src, &c) == Route::kReal && !mustPoll()) {
     beforeBlocking();
-    return PMPI_Sendrecv(s.buf, s.count, s.type, s.peer, s.tag, r.buf, r.count, r.type, r.peer,
-                         r.tag, s.comm, st);
+    return PMPI_Probe(src, tag, comm, st);
+  }
+  Backoff b;
+  for (int flag = 0;;) {
+    int rc = iprobe(src, tag, comm, &flag, st);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    b.pause();
+  }
+}
+
+int improbe(int src, int tag, MPI_Comm comm, int* flag, MPI_Message* m, MPI_Status* st) {
+  const CommInfo* c;
+  Route r = routeOf(comm, src, &c);
+  progressAll();
+  if (r != Route::kReal) {
+    std::unique_ptr<Unexpected> msg;
+    if (ShmEngine::get()->iprobe(*c, src, tag, st, &msg)) {
+      *m = messages::add(std::move(msg), c);
+      *flag = 1;
+      return MPI_SUCCESS;
+    }
+    if (r == Route::kEngine) {
+      *flag = 0;
+      return MPI_SUCCESS;
+    }
+  }
+  return PMPI_Improbe(src, tag, comm, flag, m, st);
+}
+
+int mprobe(int src, int tag, MPI_Comm comm, MPI_Message* m, MPI_Status* st) {
+  const CommInfo* c;
+  if (routeOf(comm, src, &c) == Route::kReal && !mustPoll()) {
+    beforeBlocking();
+    return PMPI_Mprobe(src, tag, comm, m, st);
+  }
+  Backoff b;
+  for (int flag = 0;;) {
+    int rc = improbe(src, tag, comm, &flag, m, st);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    b.pause();
+  }
+}
+
+int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
+  const CommInfo* c;
+  bool engine = routeOf(s.comm, s.peer, &c) != Route::kReal || routeOf(r.comm, r.peer, &c) != Route::kReal;
+  if (!engine && !mustPoll()) {
+    auto ls = locate(s.buf, s.count, s.type);
+    if (!ls.isOk()) return raise(s.comm, ls.status());
+    auto lr = locate(r.buf, r.count, r.type);
+    if (!lr.isOk()) return raise(r.comm, lr.status());
+    if (!ls.value().mem.onGpu() && !lr.value().mem.onGpu()) {
+      beforeBlocking();
+      return PMPI_Sendrecv(s.buf, s.count, s.type, s.peer, s.tag, r.buf, r.count, r.type, r.peer, r.tag, s.comm, st);
+    }
   }
   auto recvOp = makeRecv(r);
   if (!recvOp.isOk()) return raise(r.comm, recvOp.status());
@@ -207,24 +398,44 @@ int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
 }
 
 int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
+  beforeBlocking();
+  const CommInfo* c;
+  bool engine = routeOf(s.comm, s.peer, &c) != Route::kReal || routeOf(r.comm, r.peer, &c) != Route::kReal;
   auto loc = locate(s.buf, s.count, s.type);
   if (!loc.isOk()) return raise(s.comm, loc.status());
-  beforeBlocking();
-  if (!loc.value().mem.onGpu())
+  if (!engine && !mustPoll() && !loc.value().mem.onGpu())
     return PMPI_Sendrecv_replace(r.buf, r.count, r.type, s.peer, s.tag, r.peer, r.tag, s.comm, st);
+  // Send a copy of the buffer's bytes (same layout, same datatype) while the receive fills it.
+  base::Span span = base::spanOf(s.count, s.type);
   const mem::MemInfo& m = loc.value().mem;
-  auto staged = net::StagedSpan::make(s.buf, loc.value().span, m.device);
-  if (!staged.isOk()) return raise(s.comm, staged.status());
-  net::StagedSpan& h = staged.value();
-  Status cs = mem::copySync(h.hostStart(), h.gpuStart(), h.span().bytes, m.device,
-                            mem::CopyDir::kToHost);
-  if (!cs.isOk()) return raise(s.comm, cs);
-  int rc = PMPI_Sendrecv_replace(h.mpiBuf(), r.count, r.type, s.peer, s.tag, r.peer, r.tag, s.comm,
-                                 st);
-  cs = mem::copySync(h.gpuStart(), h.hostStart(), h.span().bytes, m.device,
-                     mem::CopyDir::kToDevice);
-  if (!cs.isOk()) return raise(s.comm, cs);
-  return rc;
+  std::vector<char> hostCopy;
+  net::StagedSpan staged;
+  const void* copy = nullptr;
+  if (m.onGpu()) {
+    auto sp = net::StagedSpan::make(s.buf, span, m.device);
+    if (!sp.isOk()) return raise(s.comm, sp.status());
+    staged = std::move(sp.value());
+    Status cs = mem::copySync(staged.hostStart(), staged.gpuStart(), span.bytes, m.device, mem::CopyDir::kToHost);
+    if (!cs.isOk()) return raise(s.comm, cs);
+    copy = staged.mpiBuf();
+  } else {
+    const char* start = static_cast<const char*>(base::spanStart(s.buf, span));
+    hostCopy.assign(start, start + span.bytes);
+    copy = hostCopy.data() - span.lo;
+  }
+  auto recvOp = makeRecv(r);
+  if (!recvOp.isOk()) return raise(r.comm, recvOp.status());
+  auto sendOp = makeSend({copy, s.count, s.type, s.peer, s.tag, s.comm});
+  if (!sendOp.isOk()) {
+    (void)recvOp.value()->cancel();
+    waitFor(*recvOp.value());
+    return raise(s.comm, sendOp.status());
+  }
+  waitFor(*sendOp.value());
+  waitFor(*recvOp.value());
+  int rcSend = finishBlocking(*sendOp.value(), MPI_STATUS_IGNORE);
+  int rcRecv = finishBlocking(*recvOp.value(), st);
+  return rcRecv != MPI_SUCCESS ? rcRecv : rcSend;
 }
 
 }  // namespace cgdr::engine

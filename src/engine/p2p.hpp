@@ -19,9 +19,16 @@ int imrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Request* r);
 int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st);
 int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st);
 
+int probe(int src, int tag, MPI_Comm c, MPI_Status* st);
+int iprobe(int src, int tag, MPI_Comm c, int* flag, MPI_Status* st);
+int mprobe(int src, int tag, MPI_Comm c, MPI_Message* m, MPI_Status* st);
+int improbe(int src, int tag, MPI_Comm c, int* flag, MPI_Message* m, MPI_Status* st);
+
 // An operation for one send/receive without a user handle (persistent starts, sendrecv).
 base::Result<std::unique_ptr<base::Op>> makeSend(const base::SendArgs& a);
 base::Result<std::unique_ptr<base::Op>> makeRecv(const base::RecvArgs& a);
+// A receive through the real MPI only (remote source), staged when the buffer is GPU memory.
+base::Result<std::unique_ptr<base::Op>> makeRealRecv(const base::RecvArgs& a);
 
 // Copies an operation's status to the caller's (MPI_STATUS_IGNORE allowed), leaving MPI_ERROR
 // untouched as single-completion calls must.

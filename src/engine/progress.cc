@@ -5,6 +5,7 @@
 #include "base/config.hpp"
 #include "channel/net/send_order.hpp"
 #include "engine/handles.hpp"
+#include "engine/shm_engine.hpp"
 
 namespace cgdr::engine {
 namespace {
@@ -22,6 +23,23 @@ void Backoff::pause() {
 void progressAll() {
   channel::net::send_order::drainAll();
   handles::pollDetached();
+  if (ShmEngine* e = ShmEngine::get()) e->progress();
+}
+
+bool mustPoll() {
+  ShmEngine* e = ShmEngine::get();
+  return (e && e->busy()) || channel::net::send_order::queued() > 0;
+}
+
+int pollReal(MPI_Request* r, MPI_Status* st) {
+  Backoff b;
+  for (;;) {
+    int flag = 0;
+    int rc = PMPI_Test(r, &flag, st);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    progressAll();
+    b.pause();
+  }
 }
 
 void beforeBlocking() { channel::net::send_order::flushAll(); }

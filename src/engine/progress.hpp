@@ -11,6 +11,11 @@ void progressAll();
 void beforeBlocking();
 // Blocks until op completes, keeping everything else progressing.
 void waitFor(base::Op& op);
+// True while cgdr has work a blocked rank could hold up (engine operations, queued sends): then
+// blocking calls into the real MPI are made non-blocking and polled.
+bool mustPoll();
+// Completes a real MPI request while progressing everything else.
+int pollReal(MPI_Request* r, MPI_Status* st);
 
 // Spins, then yields the CPU, so oversubscribed ranks still progress.
 class Backoff {

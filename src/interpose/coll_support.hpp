@@ -18,12 +18,24 @@
   CGDR_ENTER(passthrough);                                 \
   if (!::cgdr::base::cuda::usable()) return passthrough
 
+// A blocking collective also needs cgdr when its engine has work to keep progressing.
+#define CGDR_BLOCKING_COLL_ENTER(passthrough)                                            \
+  CGDR_ENTER(passthrough);                                                               \
+  if (!::cgdr::base::cuda::usable() && !::cgdr::engine::mustPoll()) return passthrough
+
 namespace cgdr::interpose {
 
-// Blocking collective: queued sends are handed over first (the collective may block).
-inline int blockingColl(MPI_Comm c, coll::Staging& st, const std::function<int()>& call) {
+// Blocking collective: queued sends are handed over first; while the engine has work, the real
+// MPI runs the non-blocking form and cgdr polls it.
+inline int blockingColl(MPI_Comm c, coll::Staging& st, const std::function<int()>& blocking,
+                        const std::function<int(MPI_Request*)>& nonblocking) {
   engine::beforeBlocking();
-  return coll::runBlocking(c, st, call);
+  if (!engine::mustPoll()) return coll::runBlocking(c, st, blocking);
+  return coll::runBlocking(c, st, [&] {
+    MPI_Request r;
+    int rc = nonblocking(&r);
+    return rc != MPI_SUCCESS ? rc : engine::pollReal(&r, MPI_STATUS_IGNORE);
+  });
 }
 
 // Non-blocking collective: with GPU buffers the user gets a cgdr request that copies results

@@ -15,6 +15,8 @@
 #include "interpose/guard.hpp"
 #include "interpose/lifecycle.hpp"
 #include "mem/host_cache.hpp"
+#include "engine/comm_table.hpp"
+#include "engine/shm_engine.hpp"
 #include "topo/detect.hpp"
 #include "mem/pinned_pool.hpp"
 
@@ -57,6 +59,10 @@ void setUp() {
   PMPI_Comm_dup(MPI_COMM_WORLD, &gControl);
   base::Status loc = topo::detect(gControl);
   if (!loc.isOk()) CGDR_LOG(kWarn, kInit, "locality detection failed: %s", loc.message().c_str());
+  base::Status eng = engine::ShmEngine::start(gControl);
+  if (!eng.isOk()) CGDR_LOG(kWarn, kInit, "no engine for co-located ranks (%s): all traffic through the real MPI",
+                            eng.message().c_str());
+  engine::comms::init();
   runInitHooks();
   gReady.store(true, std::memory_order_release);
   CGDR_LOG(kInfo, kInit, "cgdr ready (GPU %s)", base::cuda::usable() ? "on" : "off");
@@ -65,6 +71,9 @@ void setUp() {
 void tearDown() {
   engine::beforeBlocking();
   runFinalizeHooks();
+  if (gControl != MPI_COMM_NULL) PMPI_Barrier(gControl);  // peers may still be reading our chunks
+  engine::ShmEngine::stop();
+  engine::comms::fini();
   engine::handles::fini();
   if (gControl != MPI_COMM_NULL) PMPI_Comm_free(&gControl);
   gReady.store(false, std::memory_order_release);
@@ -108,7 +117,11 @@ CGDR_API int MPIX_Cgdr_redetect(void) {
   if (tInside || !ready()) return MPI_ERR_OTHER;
   Guard g;
   cgdr::engine::beforeBlocking();
+  PMPI_Barrier(gControl);
+  cgdr::engine::ShmEngine::stop();
   cgdr::base::Status s = cgdr::topo::detect(gControl);
+  if (s.isOk()) s = cgdr::engine::ShmEngine::start(gControl);
+  cgdr::engine::comms::rebuild();
   return s.isOk() ? MPI_SUCCESS : cgdr::base::raise(MPI_COMM_WORLD, s);
 }
 

@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   auto pairs = t::kindPairs(argc, argv);
   t::setup(pairs, "p2p_errors");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  const char* pre = std::getenv("CGDR_TEST_PRELOADED");
+  const char* pre = std::getenv("CGDRTEST_PRELOADED");
   if (pre && std::strcmp(pre, "1") == 0)
     T_CHECK(MPIX_Query_cuda_support() == (t::gpuAvailable() ? 1 : 0),
             "MPIX_Query_cuda_support() = %d with cgdr, GPU available = %d", MPIX_Query_cuda_support(),

@@ -1,0 +1,79 @@
+// The shm channel's endpoint: this rank's segment and its co-located peers' segments, mapped at
+// start-up (create, everyone maps, everyone unlinks: nothing is left behind, even after kill -9),
+// the rings to and from each peer, the bulk chunks, a single-copy (CMA) probe per pair and a
+// liveness probe per peer.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/shm_file.hpp"
+#include "base/status.hpp"
+#include "channel/shm/ring.hpp"
+
+namespace cgdr::channel::shm {
+
+struct Config {
+  std::uint32_t ringBytes;
+  std::uint32_t ctlSlots;
+  std::uint32_t chunks;
+  std::uint32_t chunkBytes;
+  bool cma;  // try single copy (process_vm_readv) where permitted
+};
+Config configFromSettings();
+// Largest eager message (bytes) and the per-sender credit of unmatched eager bytes.
+std::size_t eagerLimit();
+std::size_t eagerCredit();
+
+// One co-located peer (this rank included) as seen from here.
+struct Peer {
+  int worldRank = -1;
+  std::uint32_t local = 0;   // index among the co-located ranks
+  MsgRing out, in;           // messages to / from the peer
+  CtlRing ctlOut, ctlIn;     // control records to / from the peer
+  char* segment = nullptr;   // the peer's mapped segment (its chunks live there)
+  bool cma = false;          // this rank can read the peer's memory with process_vm_readv
+  int pid = -1;              // the peer's pid in this rank's namespace (when cma)
+  std::uint32_t seqOut = 0, seqIn = 0;
+  std::uint64_t eagerSent = 0;  // eager bytes sent; credit = eagerSent - out.consumed()
+  bool dead = false;
+  std::mutex sendLock;       // serialises this rank's threads producing to the peer
+};
+
+class Endpoint {
+ public:
+  // Collective over `world` (all ranks take part, also those with no co-located peer).
+  static base::Result<std::unique_ptr<Endpoint>> open(MPI_Comm world, std::uint64_t nonce,
+                                                      const std::vector<int>& localWorldRanks, const Config& cfg);
+  ~Endpoint();
+
+  // The peer with this world rank, or nullptr if it is not co-located.
+  Peer* peer(int worldRank) { return worldRank >= 0 && worldRank < static_cast<int>(byWorld_.size()) ? byWorld_[worldRank] : nullptr; }
+  std::vector<std::unique_ptr<Peer>>& peers() { return peers_; }
+  const Geometry& geometry() const { return geo_; }
+  std::size_t segmentBytes() const { return geo_.total(); }
+
+  // This rank's bulk chunks (it is their only producer).
+  int takeChunk();
+  char* chunk(int c) const { return mine_ + geo_.chunkOffset(static_cast<std::uint32_t>(c)); }
+  // A peer's chunk, and marking it copied out.
+  char* peerChunk(const Peer& p, std::uint32_t c) const { return p.segment + geo_.chunkOffset(c); }
+  void releasePeerChunk(const Peer& p, std::uint32_t c) const;
+  // Liveness: false once the peer's process is gone (its lock on its segment vanished).
+  bool alive(Peer& p);
+
+ private:
+  Endpoint() = default;
+  Geometry geo_{};
+  char* mine_ = nullptr;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::vector<Peer*> byWorld_;
+  std::vector<base::ShmFile> maps_;   // [local index]; mine at my index
+  std::vector<int> lockFds_;          // per local index: fd to probe the owner's lock
+  std::uint32_t nextChunk_ = 0;
+};
+
+}  // namespace cgdr::channel::shm

@@ -1,0 +1,112 @@
+// The shared-memory layout of the shm channel. Each co-located rank owns one segment holding the
+// rings it receives on (one message ring and one control ring per co-located sender, itself
+// included) and the bulk chunks it sends large messages through. Everything here is read by other
+// processes: readers validate what they use.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace cgdr::channel::shm {
+
+constexpr std::uint64_t kSegmentMagic = 0x70656e6f52444743ull;  // "CGDRonep"
+constexpr std::uint32_t kLayoutVersion = 1;
+constexpr std::size_t kLine = 64;
+
+// Records on a message ring.
+enum class RecType : std::uint16_t { kPad = 1, kEager = 2, kRts = 3 };
+enum RecFlags : std::uint16_t {
+  kFlagSync = 1,  // the sender completes only once the message is matched (MPI_Ssend)
+};
+
+// Envelope of a message (and the header of every record on a message ring).
+struct alignas(kLine) MsgHeader {
+  std::uint32_t len;    // record bytes: header + payload, a multiple of 64
+  std::uint16_t type;   // RecType
+  std::uint16_t flags;  // RecFlags
+  std::int32_t ctx;     // communicator context
+  std::int32_t src;     // sender's rank in that communicator
+  std::int32_t tag;
+  std::uint32_t seq;    // per (sender, receiver) sequence number, checked on receipt
+  std::uint64_t size;   // message bytes
+  std::uint64_t msgId;  // sender's id of the message, named by control records
+  std::uint64_t addr;   // rendezvous: sender's address of the packed bytes (single copy)
+  std::uint64_t reserved[2];
+};
+static_assert(sizeof(MsgHeader) == 64);
+
+// Control records (fixed 64 bytes) on a control ring.
+enum class CtlType : std::uint32_t {
+  kCts = 1,         // receiver matched a rendezvous: stream `len` bytes through the chunks
+  kFin = 2,         // receiver copied `len` bytes itself (single copy): the sender is done
+  kAck = 3,         // receiver matched a synchronous eager message
+  kData = 4,        // sender: chunk `chunk` holds bytes [offset, offset+len) of message msgId
+  kCancelReq = 5,   // sender asks to withdraw an unmatched message
+  kCancelOk = 6,    // receiver withdrew it
+  kCancelFail = 7,  // receiver had matched it already
+};
+struct alignas(kLine) CtlRecord {
+  std::uint32_t type;
+  std::uint32_t chunk;
+  std::uint64_t msgId;   // the sender's message id
+  std::uint64_t offset;
+  std::uint64_t len;
+  std::uint64_t reserved[4];
+};
+static_assert(sizeof(CtlRecord) == 64);
+
+// A 64-bit counter alone on its cache line.
+struct alignas(kLine) Counter {
+  std::uint64_t value;
+  char pad[kLine - sizeof(std::uint64_t)];
+};
+
+// Ring indices are monotonic byte (or slot) counters; only the producer writes tail, only the
+// consumer writes head and consumed.
+struct RingHeader {
+  Counter tail;
+  Counter head;
+  Counter consumed;  // message rings: eager bytes the receiver has matched (the sender's credit)
+};
+static_assert(sizeof(RingHeader) == 3 * kLine);
+
+struct alignas(kLine) ChunkFlag {
+  std::uint32_t busy;  // 1 while a receiver still has to copy the chunk out
+  char pad[kLine - sizeof(std::uint32_t)];
+};
+
+// Segment header, written once by its owner before the first collective step of wire-up.
+struct alignas(kLine) SegmentHeader {
+  std::uint64_t magic;
+  std::uint64_t nonce;
+  std::uint32_t version;
+  std::int32_t worldRank;
+  std::uint32_t localCount;
+  std::uint32_t ringBytes;
+  std::uint32_t ctlSlots;
+  std::uint32_t chunks;
+  std::uint32_t chunkBytes;
+  std::int32_t pid;          // in the owner's PID namespace (single copy within one namespace)
+  std::uint64_t probeAddr;   // address of probeValue in the owner's memory (single-copy probe)
+  std::uint64_t probeValue;
+  std::uint64_t reserved[2];
+};
+static_assert(sizeof(SegmentHeader) == 2 * kLine);
+
+// Sizes of one segment's parts for a given configuration.
+struct Geometry {
+  std::uint32_t localCount, ringBytes, ctlSlots, chunks, chunkBytes;
+
+  std::size_t msgRingStride() const { return sizeof(RingHeader) + ringBytes; }
+  std::size_t ctlRingStride() const { return sizeof(RingHeader) + std::size_t{ctlSlots} * sizeof(CtlRecord); }
+  std::size_t msgRingOffset(std::uint32_t sender) const { return sizeof(SegmentHeader) + sender * msgRingStride(); }
+  std::size_t ctlRingOffset(std::uint32_t sender) const {
+    return msgRingOffset(localCount) + sender * ctlRingStride();
+  }
+  std::size_t flagsOffset() const { return ctlRingOffset(localCount); }
+  std::size_t chunkOffset(std::uint32_t c) const {
+    return flagsOffset() + std::size_t{chunks} * sizeof(ChunkFlag) + std::size_t{c} * chunkBytes;
+  }
+  std::size_t total() const { return chunkOffset(chunks); }
+};
+
+}  // namespace cgdr::channel::shm

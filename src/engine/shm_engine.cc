@@ -1,0 +1,410 @@
+#include "engine/shm_engine.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include "base/errors.hpp"
+#include "base/log.hpp"
+#include "engine/msg_data.hpp"
+#include "engine/held.hpp"
+#include "engine/shm_ops.hpp"
+#include "topo/detect.hpp"
+
+namespace cgdr::engine {
+namespace shm = channel::shm;
+
+ShmEngine* ShmEngine::instance_ = nullptr;
+
+namespace {
+std::uint64_t dataKey(const shm::Peer& p, std::uint64_t msgId) { return (std::uint64_t{p.local} << 48) ^ msgId; }
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
+base::Status ShmEngine::start(MPI_Comm world) {
+  const topo::LocalityTable& t = topo::locality();
+  std::vector<int> local;
+  for (const auto& p : t.peers)
+    if (p.engine.yes) local.push_back(p.rank);
+  int anyLocal = local.size() > 1 ? 1 : 0, some = 0;
+  PMPI_Allreduce(&anyLocal, &some, 1, MPI_INT, MPI_MAX, world);
+  if (!some) return base::Status::ok();  // nobody shares memory with anybody: no engine
+  if (local.size() <= 1) local.clear();  // alone on its host: no peers, but the wire-up is collective
+  auto ep = shm::Endpoint::open(world, t.me.nonce, local, shm::configFromSettings());
+  if (!ep.isOk()) return ep.status();
+  if (local.empty()) return base::Status::ok();
+  auto* e = new ShmEngine;
+  e->ep_ = std::move(ep.value());
+  e->outbound_.resize(local.size());
+  e->ctlBacklog_.resize(local.size());
+  instance_ = e;
+  return base::Status::ok();
+}
+
+void ShmEngine::stop() {
+  ShmEngine* e = instance_;
+  if (!e) return;
+  {
+    std::lock_guard lock(e->mutex_);
+    // Let buffered sends finish before the segments go away.
+    for (int spins = 0; !e->adopted_.empty() && spins < 1000000; ++spins) e->progress();
+  }
+  instance_ = nullptr;
+  delete e;
+}
+
+void ShmEngine::track(ShmSend* s) { sends_[s->msgId()] = s; }
+
+void ShmEngine::untrack(ShmSend* s) {
+  if (s->msgId()) sends_.erase(s->msgId());
+  auto& q = outbound_[s->peer().local];
+  for (auto it = q.begin(); it != q.end(); ++it)
+    if (*it == s) {
+      q.erase(it);
+      break;
+    }
+  streaming_.remove(s);
+}
+
+void ShmEngine::queueSend(ShmSend* s) { outbound_[s->peer().local].push_back(s); }
+
+void ShmEngine::post(ShmRecv* r) { queues_[r->ctx()].posted.push_back(r); }
+
+void ShmEngine::unpost(ShmRecv* r) { queues_[r->ctx()].posted.remove(r); }
+
+void ShmEngine::expectData(shm::Peer& p, std::uint64_t msgId, ShmRecv* r) { dataRecvs_[dataKey(p, msgId)] = r; }
+
+void ShmEngine::forgetData(shm::Peer& p, std::uint64_t msgId) { dataRecvs_.erase(dataKey(p, msgId)); }
+
+bool ShmEngine::sendCtl(shm::Peer& p, const shm::CtlRecord& r) {
+  auto& backlog = ctlBacklog_[p.local];
+  if (backlog.empty() && p.ctlOut.push(r)) return true;
+  backlog.push_back(r);
+  return false;
+}
+
+void ShmEngine::adopt(std::unique_ptr<base::Op> op) { adopted_.push_back(std::move(op)); }
+
+bool ShmEngine::peerAlive(shm::Peer& p) {
+  static thread_local double lastCheck = 0;
+  if (p.dead) return false;
+  double t = now();
+  if (t - lastCheck < 0.05) return true;  // a syscall at most every 50 ms per waiting thread
+  lastCheck = t;
+  return ep_->alive(p);
+}
+
+ShmRecv* ShmEngine::matchPosted(CtxQueues& q, int src, int tag) {
+  for (auto it = q.posted.begin(); it != q.posted.end(); ++it) {
+    if ((*it)->matches(src, tag)) {
+      ShmRecv* r = *it;
+      q.posted.erase(it);
+      return r;
+    }
+  }
+  return nullptr;
+}
+
+base::Result<std::unique_ptr<base::Op>> ShmEngine::isend(const base::SendArgs& a, const CommInfo& c, shm::Peer* p) {
+  auto data = SendData::prepare(a.buf, a.count, a.type);
+  if (!data.isOk()) return data.status();
+  if (a.mode == base::SendMode::kBuffered) data.value().detach();
+  std::lock_guard lock(mutex_);
+  auto op = std::make_unique<ShmSend>(*this, *p, a, c, std::move(data.value()));
+  if (outbound_[p->local].empty() && op->tryPost()) return std::unique_ptr<base::Op>(std::move(op));
+  if (!op->finished()) queueSend(op.get());
+  return std::unique_ptr<base::Op>(std::move(op));
+}
+
+bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer* p, int* rc) {
+  if (a.mode == base::SendMode::kSync || !outbound_[p->local].empty()) return false;
+  int tsize = 0;
+  PMPI_Type_size(a.type, &tsize);
+  std::size_t n = static_cast<std::size_t>(tsize) * (a.count > 0 ? a.count : 0);
+  if (n > shm::eagerLimit()) return false;
+  auto data = SendData::prepare(a.buf, a.count, a.type);
+  if (!data.isOk()) {
+    *rc = base::raise(a.comm, data.status());
+    return true;
+  }
+  std::lock_guard lock(mutex_);
+  std::lock_guard producer(p->sendLock);
+  if (!outbound_[p->local].empty() || p->eagerSent + n - p->out.consumed() > shm::eagerCredit()) return false;
+  auto* h = p->out.reserve(static_cast<std::uint32_t>(sizeof(shm::MsgHeader) + n));
+  if (!h) return false;
+  h->type = static_cast<std::uint16_t>(shm::RecType::kEager);
+  h->flags = 0;
+  h->ctx = c.ctx;
+  h->src = c.rank;
+  h->tag = a.tag;
+  h->seq = p->seqOut++;
+  h->size = n;
+  h->msgId = newMsgId();
+  h->addr = 0;
+  if (n) std::memcpy(h + 1, data.value().bytes(), n);
+  p->out.commit();
+  p->eagerSent += n;
+  *rc = MPI_SUCCESS;
+  return true;
+}
+
+base::Result<std::unique_ptr<base::Op>> ShmEngine::irecv(const base::RecvArgs& a, const CommInfo& c, bool mixed) {
+  auto target = RecvTarget::prepare(a.buf, a.count, a.type);
+  if (!target.isOk()) return target.status();
+  std::lock_guard lock(mutex_);
+  auto op = std::make_unique<ShmRecv>(*this, a, c, std::move(target.value()), mixed);
+  progress();
+  CtxQueues& q = queues_[c.ctx];
+  for (auto it = q.unexpected.begin(); it != q.unexpected.end(); ++it) {
+    Unexpected& u = **it;
+    if (!op->matches(u.src, u.tag)) continue;
+    std::unique_ptr<Unexpected> m = std::move(*it);
+    q.unexpected.erase(it);
+    if (m->rts) op->startRendezvous(*m->from, *m);
+    else op->deliverEager(*m->from, *m, m->data.data());
+    return std::unique_ptr<base::Op>(std::move(op));
+  }
+  q.posted.push_back(op.get());
+  return std::unique_ptr<base::Op>(std::move(op));
+}
+
+bool ShmEngine::iprobe(const CommInfo& c, int src, int tag, MPI_Status* st, std::unique_ptr<Unexpected>* take) {
+  std::lock_guard lock(mutex_);
+  progress();
+  CtxQueues& q = queues_[c.ctx];
+  for (auto it = q.unexpected.begin(); it != q.unexpected.end(); ++it) {
+    Unexpected& u = **it;
+    if ((src != MPI_ANY_SOURCE && src != u.src) || (tag != MPI_ANY_TAG && tag != u.tag)) continue;
+    u.probed = true;
+    if (st != MPI_STATUS_IGNORE) {
+      base::setEmptyStatus(st);
+      st->MPI_SOURCE = u.src;
+      st->MPI_TAG = u.tag;
+      PMPI_Status_set_elements_x(st, MPI_BYTE, static_cast<MPI_Count>(u.size));
+    }
+    if (take) {
+      *take = std::move(*it);
+      q.unexpected.erase(it);
+    }
+    return true;
+  }
+  return false;
+}
+
+base::Result<std::unique_ptr<base::Op>> ShmEngine::mrecv(std::unique_ptr<Unexpected> m, const base::RecvArgs& a,
+                                                         const CommInfo& c) {
+  auto target = RecvTarget::prepare(a.buf, a.count, a.type);
+  if (!target.isOk()) return target.status();
+  std::lock_guard lock(mutex_);
+  auto op = std::make_unique<ShmRecv>(*this, a, c, std::move(target.value()), false);
+  if (m->rts) op->startRendezvous(*m->from, *m);
+  else op->deliverEager(*m->from, *m, m->data.data());
+  return std::unique_ptr<base::Op>(std::move(op));
+}
+
+void ShmEngine::breakPeer(shm::Peer& p, const char* why) {
+  if (p.dead) return;
+  CGDR_LOG(kError, kShm, "rank %d: %s; its traffic is dropped", p.worldRank, why);
+  p.dead = true;
+}
+
+bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
+  bool eager = h.type == static_cast<std::uint16_t>(shm::RecType::kEager);
+  bool rts = h.type == static_cast<std::uint16_t>(shm::RecType::kRts);
+  if ((!eager && !rts) || h.ctx < 0 || h.tag < 0 || h.seq != p.seqIn ||
+      (eager && h.len < sizeof(shm::MsgHeader) + h.size)) {
+    breakPeer(p, "malformed or out-of-order message record");
+    return false;
+  }
+  ++p.seqIn;
+  const CommInfo* c = comms::byContext(h.ctx);
+  if (c && (h.src < 0 || h.src >= c->size || c->world[h.src] != p.worldRank)) {
+    breakPeer(p, "message names a source that does not match its ring");
+    return false;
+  }
+  Unexpected env;
+  env.from = &p;
+  env.ctx = h.ctx;
+  env.src = h.src;
+  env.tag = h.tag;
+  env.size = h.size;
+  env.msgId = h.msgId;
+  env.addr = h.addr;
+  env.rts = rts;
+  env.sync = (h.flags & shm::kFlagSync) != 0;
+  const char* payload = reinterpret_cast<const char*>(&h + 1);
+  CtxQueues& q = queues_[h.ctx];
+  if (ShmRecv* r = c ? matchPosted(q, h.src, h.tag) : nullptr) {
+    if (rts) r->startRendezvous(p, env);
+    else r->deliverEager(p, env, payload);
+    return true;
+  }
+  auto u = std::make_unique<Unexpected>(env);
+  if (eager && h.size) u->data.assign(payload, payload + h.size);
+  q.unexpected.push_back(std::move(u));
+  return true;
+}
+
+void ShmEngine::drainMessages(shm::Peer& p) {
+  while (const shm::MsgHeader* h = p.in.peek()) {
+    if (!handleRecord(p, *h)) return;
+    p.in.pop();
+  }
+  if (p.in.broken()) breakPeer(p, "corrupt message ring");
+}
+
+void ShmEngine::answerCancel(shm::Peer& p, std::uint64_t msgId) {
+  drainMessages(p);  // the message was written before the request: take it in first
+  shm::CtlRecord r{};
+  r.msgId = msgId;
+  r.type = static_cast<std::uint32_t>(shm::CtlType::kCancelFail);
+  for (auto& [ctx, q] : queues_) {
+    for (auto it = q.unexpected.begin(); it != q.unexpected.end(); ++it) {
+      if ((*it)->from != &p || (*it)->msgId != msgId) continue;
+      if ((*it)->probed) {
+        sendCtl(p, r);
+        return;
+      }
+      if (!(*it)->rts) p.in.addConsumed((*it)->size);  // its eager bytes no longer count
+      q.unexpected.erase(it);
+      r.type = static_cast<std::uint32_t>(shm::CtlType::kCancelOk);
+      sendCtl(p, r);
+      return;
+    }
+  }
+  sendCtl(p, r);  // matched, probed or already received: the send proceeds
+}
+
+void ShmEngine::drainControl(shm::Peer& p) {
+  while (const shm::CtlRecord* r = p.ctlIn.peek()) {
+    shm::CtlRecord c = *r;
+    p.ctlIn.pop();
+    auto type = static_cast<shm::CtlType>(c.type);
+    if (type == shm::CtlType::kData) {
+      auto it = dataRecvs_.find(dataKey(p, c.msgId));
+      if (it == dataRecvs_.end()) {
+        breakPeer(p, "data for an unknown message");
+        return;
+      }
+      it->second->onData(p, c.chunk, c.offset, c.len);
+      continue;
+    }
+    if (type == shm::CtlType::kCancelReq) {
+      answerCancel(p, c.msgId);
+      continue;
+    }
+    auto it = sends_.find(c.msgId);
+    if (it == sends_.end() || &it->second->peer() != &p) {
+      if (type == shm::CtlType::kCancelFail) continue;  // the send completed meanwhile
+      breakPeer(p, "control record for an unknown send");
+      return;
+    }
+    ShmSend* s = it->second;
+    switch (type) {
+      case shm::CtlType::kCts: s->onCts(c.len); if (!s->finished()) streaming_.push_back(s); break;
+      case shm::CtlType::kFin: s->onFin(); break;
+      case shm::CtlType::kAck: s->onAck(); break;
+      case shm::CtlType::kCancelOk: s->onCancelReply(true); break;
+      case shm::CtlType::kCancelFail: s->onCancelReply(false); break;
+      default: breakPeer(p, "unknown control record"); return;
+    }
+  }
+  if (p.ctlIn.broken()) breakPeer(p, "corrupt control ring");
+}
+
+void ShmEngine::flushCtl() {
+  for (auto& peer : ep_->peers()) {
+    auto& backlog = ctlBacklog_[peer->local];
+    while (!backlog.empty() && peer->ctlOut.push(backlog.front())) backlog.pop_front();
+  }
+}
+
+void ShmEngine::pumpSends() {
+  for (auto it = streaming_.begin(); it != streaming_.end();) {
+    ShmSend* s = *it++;
+    s->pump();  // finishing removes it from the list
+  }
+  for (auto& q : outbound_) {
+    while (!q.empty()) {
+      ShmSend* s = q.front();
+      if (!s->tryPost()) break;
+      if (!q.empty() && q.front() == s) q.pop_front();
+    }
+  }
+}
+
+void ShmEngine::reapAdopted() {
+  for (size_t i = 0; i < adopted_.size();) {
+    auto* s = static_cast<ShmSend*>(adopted_[i].get());
+    if (!s->finished() && s->peer().dead) s->fail(base::Status(base::Errc::kPeerLost, "peer died"));
+    if (s->finished()) {
+      adopted_[i] = std::move(adopted_.back());
+      adopted_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+bool ShmEngine::holding(int ctx) {
+  if (holds_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard lock(mutex_);
+  auto it = realOrder_.find(ctx);
+  return it != realOrder_.end() && !it->second.empty();
+}
+
+void ShmEngine::holdBehind(int ctx, ShmRecv* wildcard) {
+  realOrder_[ctx].push_back({wildcard, nullptr});
+  holds_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ShmEngine::holdBehind(int ctx, HeldRecv* held) {
+  realOrder_[ctx].push_back({nullptr, held});
+  holds_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ShmEngine::dropFromOrder(const base::Op* op) {
+  for (auto& [ctx, items] : realOrder_) {
+    for (auto it = items.begin(); it != items.end(); ++it) {
+      if (it->wildcard == op || it->held == op) {
+        items.erase(it);
+        holds_.fetch_sub(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+}
+
+// Only the oldest pending item of a context may touch the real MPI: a held receive is posted
+// when it reaches the front; a mixed wildcard at the front probes the real MPI.
+void ShmEngine::pumpRealOrder() {
+  for (auto& [ctx, items] : realOrder_) {
+    while (!items.empty()) {
+      OrderItem it = items.front();
+      if (it.held) {
+        it.held->release();
+      } else if (it.wildcard->posted() && !it.wildcard->probeReal()) {
+        break;
+      }
+      items.pop_front();
+      holds_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void ShmEngine::progress() {
+  std::lock_guard lock(mutex_);
+  if (inProgress_) return;  // reached again from inside a callback
+  inProgress_ = true;
+  for (auto& p : ep_->peers()) {
+    if (p->dead) continue;
+    drainControl(*p);
+    drainMessages(*p);
+  }
+  flushCtl();
+  pumpSends();
+  if (holds_.load(std::memory_order_relaxed)) pumpRealOrder();
+  if (!adopted_.empty()) reapAdopted();
+  inProgress_ = false;
+}
+
+}  // namespace cgdr::engine

@@ -1,0 +1,135 @@
+// cgdr's engine for co-located peers: it owns every point-to-point message between ranks that
+// share memory (any buffer kind), with its own envelopes and MPI matching (posted and unexpected
+// queues per communicator context, posting order, non-overtaking per sender, wildcards, probes,
+// truncation, synchronous and buffered modes, cancel). Progress happens inside the MPI calls cgdr
+// intercepts; while the engine has work, blocking calls into the real MPI poll instead of block.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "base/msg.hpp"
+#include "base/op.hpp"
+#include "base/status.hpp"
+#include "channel/shm/endpoint.hpp"
+#include "engine/comm_table.hpp"
+
+namespace cgdr::engine {
+
+class ShmSend;
+class ShmRecv;
+class HeldRecv;
+
+// A message that arrived before its receive was posted (or taken by a matched probe).
+struct Unexpected {
+  channel::shm::Peer* from = nullptr;
+  int ctx = 0, src = 0, tag = 0;
+  std::size_t size = 0;
+  std::uint64_t msgId = 0;
+  std::uint64_t addr = 0;
+  bool rts = false, sync = false;
+  bool probed = false;     // a probe reported it: its send can no longer be cancelled
+  std::vector<char> data;  // eager payload
+};
+
+class ShmEngine {
+ public:
+  // Collective over `world`; without co-located peers (or with CGDR_LOCALITY=off) no engine runs.
+  static base::Status start(MPI_Comm world);
+  static void stop();
+  static ShmEngine* get() { return instance_; }
+
+  channel::shm::Peer* peerOfWorld(int w) { return ep_->peer(w); }
+  std::recursive_mutex& mutex() { return mutex_; }
+
+  // A send to a co-located peer; the op may be complete already.
+  base::Result<std::unique_ptr<base::Op>> isend(const base::SendArgs& a, const CommInfo& c, channel::shm::Peer* p);
+  // Blocking standard/ready send of a small message straight into the ring, when nothing is
+  // queued to that peer; false if the caller must take the op path.
+  bool trySendNow(const base::SendArgs& a, const CommInfo& c, channel::shm::Peer* p, int* rc);
+  // A receive of engine messages (a specific co-located source or MPI_ANY_SOURCE).
+  base::Result<std::unique_ptr<base::Op>> irecv(const base::RecvArgs& a, const CommInfo& c, bool mixed);
+  // Probe: engine messages only. With take, removes the message (matched probe).
+  bool iprobe(const CommInfo& c, int src, int tag, MPI_Status* st, std::unique_ptr<Unexpected>* take);
+  // Receives a message removed by a matched probe.
+  base::Result<std::unique_ptr<base::Op>> mrecv(std::unique_ptr<Unexpected> m, const base::RecvArgs& a, const CommInfo& c);
+
+  // Advances everything a little without blocking.
+  void progress();
+  // True while engine operations are pending (blocking real-MPI calls must poll meanwhile).
+  bool busy() const { return pending_.load(std::memory_order_relaxed) > 0; }
+  std::size_t segmentBytes() const { return ep_->segmentBytes(); }
+
+  // For the operations (engine mutex held).
+  channel::shm::Endpoint& endpoint() { return *ep_; }
+  std::uint64_t newMsgId() { return ++lastMsgId_; }
+  void track(ShmSend* s);
+  void untrack(ShmSend* s);
+  void queueSend(ShmSend* s);
+  void post(ShmRecv* r);
+  void unpost(ShmRecv* r);
+  bool sendCtl(channel::shm::Peer& p, const channel::shm::CtlRecord& r);
+  void addPending(int n) { pending_.fetch_add(n, std::memory_order_relaxed); }
+  void expectData(channel::shm::Peer& p, std::uint64_t msgId, ShmRecv* r);
+  void forgetData(channel::shm::Peer& p, std::uint64_t msgId);
+  // Buffered sends keep running after the user's call returned.
+  void adopt(std::unique_ptr<base::Op> op);
+  std::size_t buffered() {
+    std::lock_guard lock(mutex_);
+    return adopted_.size();
+  }
+  // Checks that a co-located peer is alive; fails the caller's wait if not.
+  bool peerAlive(channel::shm::Peer& p);
+
+  // Real-MPI ordering behind pending mixed MPI_ANY_SOURCE receives, per context (§3).
+  bool holding(int ctx);
+  void holdBehind(int ctx, ShmRecv* wildcard);
+  void holdBehind(int ctx, HeldRecv* held);
+  void dropFromOrder(const base::Op* op);
+
+ private:
+  struct CtxQueues {
+    std::list<ShmRecv*> posted;
+    std::list<std::unique_ptr<Unexpected>> unexpected;
+  };
+
+  ShmEngine() = default;
+  void drainControl(channel::shm::Peer& p);
+  void drainMessages(channel::shm::Peer& p);
+  bool handleRecord(channel::shm::Peer& p, const channel::shm::MsgHeader& h);
+  void pumpSends();
+  void flushCtl();
+  void reapAdopted();
+  void pumpRealOrder();
+  void breakPeer(channel::shm::Peer& p, const char* why);
+  ShmRecv* matchPosted(CtxQueues& q, int src, int tag);
+  void answerCancel(channel::shm::Peer& p, std::uint64_t msgId);
+
+  static ShmEngine* instance_;
+  std::unique_ptr<channel::shm::Endpoint> ep_;
+  std::recursive_mutex mutex_;
+  std::unordered_map<int, CtxQueues> queues_;
+  std::unordered_map<std::uint64_t, ShmSend*> sends_;               // in flight, by msgId
+  std::unordered_map<std::uint64_t, ShmRecv*> dataRecvs_;           // (peer local << 48) ^ msgId
+  std::vector<std::list<ShmSend*>> outbound_;                       // per peer local index
+  std::vector<std::list<channel::shm::CtlRecord>> ctlBacklog_;      // per peer local index
+  std::list<ShmSend*> streaming_;
+  std::vector<std::unique_ptr<base::Op>> adopted_;  // buffered ShmSends the user no longer waits for
+  struct OrderItem {
+    ShmRecv* wildcard;
+    HeldRecv* held;
+  };
+  std::unordered_map<int, std::list<OrderItem>> realOrder_;
+  std::atomic<int> holds_{0};
+  std::atomic<int> pending_{0};
+  std::uint64_t lastMsgId_ = 0;
+  bool inProgress_ = false;
+};
+
+}  // namespace cgdr::engine

@@ -1,0 +1,94 @@
+// The engine's send and receive operations and their protocol state machines:
+//   eager:      envelope + data in the message ring (synchronous mode waits for an ACK);
+//   rendezvous: envelope (RTS) first; the receiver, once matched, either copies the data itself
+//               (process_vm_readv, then FIN) or answers CTS, and the sender streams the bytes
+//               through its bulk chunks (DATA records), the receiver copying them out as they come.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "base/msg.hpp"
+#include "base/op.hpp"
+#include "engine/msg_data.hpp"
+#include "engine/shm_engine.hpp"
+
+namespace cgdr::engine {
+
+class ShmSend final : public base::Op {
+ public:
+  ShmSend(ShmEngine& e, channel::shm::Peer& p, const base::SendArgs& a, const CommInfo& c, SendData data);
+  ~ShmSend() override;
+  bool poll() override;
+  int cancel() override;
+
+  // Engine side (engine mutex held).
+  bool tryPost();
+  bool pump();
+  void onCts(std::uint64_t len);
+  void onFin();
+  void onAck();
+  void onCancelReply(bool withdrawn);
+  void fail(const base::Status& s);
+  bool finished() const { return state_ == State::kDone; }
+  bool queued() const { return state_ == State::kQueued; }
+  std::uint64_t msgId() const { return msgId_; }
+  channel::shm::Peer& peer() { return peer_; }
+
+ private:
+  enum class State { kQueued, kWaitAck, kWaitCts, kStreaming, kDone };
+  void finish();
+
+  ShmEngine& e_;
+  channel::shm::Peer& peer_;
+  SendData data_;
+  int ctx_, src_, tag_;
+  base::SendMode mode_;
+  std::uint64_t msgId_ = 0;
+  std::uint64_t toSend_ = 0, sent_ = 0;
+  State state_ = State::kQueued;
+  bool cancelPending_ = false;
+  bool counted_ = false;
+};
+
+class ShmRecv final : public base::Op {
+ public:
+  ShmRecv(ShmEngine& e, const base::RecvArgs& a, const CommInfo& c, RecvTarget t, bool mixed);
+  ~ShmRecv() override;
+  bool poll() override;
+  int cancel() override;
+
+  bool matches(int src, int tag) const {
+    return (src_ == MPI_ANY_SOURCE || src_ == src) && (tag_ == MPI_ANY_TAG || tag_ == tag);
+  }
+  bool mixed() const { return mixed_; }
+  bool posted() const { return state_ == State::kPosted; }
+  bool finished() const { return state_ == State::kDone; }
+  int ctx() const { return ctx_; }
+  // Engine side (engine mutex held).
+  void deliverEager(channel::shm::Peer& from, const Unexpected& env, const char* payload);
+  void startRendezvous(channel::shm::Peer& from, const Unexpected& env);
+  void onData(channel::shm::Peer& from, std::uint32_t chunk, std::uint64_t offset, std::uint64_t len);
+  void fail(const base::Status& s);
+  // Mixed MPI_ANY_SOURCE: tries to take a message from the real MPI; true if it did.
+  bool probeReal();
+
+ private:
+  enum class State { kPosted, kReceiving, kReal, kDone };
+  void complete(std::size_t received, std::size_t size);
+  void setEnvelope(int src, int tag);
+
+  ShmEngine& e_;
+  base::RecvArgs args_;
+  RecvTarget target_;
+  int ctx_;
+  int src_, tag_;
+  bool mixed_;
+  State state_ = State::kPosted;
+  channel::shm::Peer* from_ = nullptr;
+  channel::shm::Peer* source_ = nullptr;  // the co-located source of a specific-source receive
+  std::uint64_t msgId_ = 0;
+  std::size_t size_ = 0, expect_ = 0, got_ = 0;
+  std::unique_ptr<base::Op> real_;  // mixed: the real MPI's receive of the message it matched
+};
+
+}  // namespace cgdr::engine

@@ -1,0 +1,87 @@
+// Communicator creation and destruction: every new intracommunicator gets its peer table (and
+// context id) inside the creating call; freed ones are forgotten. MPI_Buffer_detach waits for the
+// engine's buffered sends.
+#include <mpi.h>
+
+#include "engine/comm_table.hpp"
+#include "engine/progress.hpp"
+#include "engine/shm_engine.hpp"
+#include "interpose/guard.hpp"
+
+namespace {
+int created(int rc, MPI_Comm* c) {
+  if (rc == MPI_SUCCESS) cgdr::engine::comms::created(*c);
+  return rc;
+}
+}  // namespace
+
+CGDR_API int MPI_Comm_dup(MPI_Comm c, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Comm_dup(c, n));
+  return created(PMPI_Comm_dup(c, n), n);
+}
+
+CGDR_API int MPI_Comm_dup_with_info(MPI_Comm c, MPI_Info i, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Comm_dup_with_info(c, i, n));
+  return created(PMPI_Comm_dup_with_info(c, i, n), n);
+}
+
+CGDR_API int MPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Comm_split(c, color, key, n));
+  return created(PMPI_Comm_split(c, color, key, n), n);
+}
+
+CGDR_API int MPI_Comm_split_type(MPI_Comm c, int type, int key, MPI_Info i, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Comm_split_type(c, type, key, i, n));
+  return created(PMPI_Comm_split_type(c, type, key, i, n), n);
+}
+
+CGDR_API int MPI_Comm_create(MPI_Comm c, MPI_Group g, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Comm_create(c, g, n));
+  return created(PMPI_Comm_create(c, g, n), n);
+}
+
+CGDR_API int MPI_Comm_create_group(MPI_Comm c, MPI_Group g, int tag, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Comm_create_group(c, g, tag, n));
+  return created(PMPI_Comm_create_group(c, g, tag, n), n);
+}
+
+CGDR_API int MPI_Cart_create(MPI_Comm c, int ndims, const int dims[], const int periods[], int reorder,
+                             MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Cart_create(c, ndims, dims, periods, reorder, n));
+  return created(PMPI_Cart_create(c, ndims, dims, periods, reorder, n), n);
+}
+
+CGDR_API int MPI_Cart_sub(MPI_Comm c, const int remain[], MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Cart_sub(c, remain, n));
+  return created(PMPI_Cart_sub(c, remain, n), n);
+}
+
+CGDR_API int MPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Intercomm_merge(c, high, n));
+  return created(PMPI_Intercomm_merge(c, high, n), n);
+}
+
+CGDR_API int MPI_Comm_free(MPI_Comm* c) {
+  CGDR_ENTER(PMPI_Comm_free(c));
+  cgdr::engine::comms::freed(*c);
+  return PMPI_Comm_free(c);
+}
+
+CGDR_API int MPI_Comm_disconnect(MPI_Comm* c) {
+  CGDR_ENTER(PMPI_Comm_disconnect(c));
+  cgdr::engine::comms::freed(*c);
+  return PMPI_Comm_disconnect(c);
+}
+
+CGDR_API int MPI_Buffer_detach(void* buf, int* size) {
+  CGDR_ENTER(PMPI_Buffer_detach(buf, size));
+  if (auto* e = cgdr::engine::ShmEngine::get()) {
+    cgdr::engine::Backoff b;
+    while (e->buffered() > 0) {
+      cgdr::engine::progressAll();
+      b.pause();
+    }
+  }
+  cgdr::engine::beforeBlocking();
+  return PMPI_Buffer_detach(buf, size);
+}
