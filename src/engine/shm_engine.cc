@@ -244,12 +244,15 @@ bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
   return true;
 }
 
-void ShmEngine::drainMessages(shm::Peer& p) {
+bool ShmEngine::drainMessages(shm::Peer& p) {
+  bool any = false;
   while (const shm::MsgHeader* h = p.in.peek()) {
-    if (!handleRecord(p, *h)) return;
+    if (!handleRecord(p, *h)) return true;
     p.in.pop();
+    any = true;
   }
   if (p.in.broken()) breakPeer(p, "corrupt message ring");
+  return any;
 }
 
 void ShmEngine::answerCancel(shm::Peer& p, std::uint64_t msgId) {
@@ -274,16 +277,18 @@ void ShmEngine::answerCancel(shm::Peer& p, std::uint64_t msgId) {
   sendCtl(p, r);  // matched, probed or already received: the send proceeds
 }
 
-void ShmEngine::drainControl(shm::Peer& p) {
+bool ShmEngine::drainControl(shm::Peer& p) {
+  bool any = false;
   while (const shm::CtlRecord* r = p.ctlIn.peek()) {
     shm::CtlRecord c = *r;
     p.ctlIn.pop();
+    any = true;
     auto type = static_cast<shm::CtlType>(c.type);
     if (type == shm::CtlType::kData) {
       auto it = dataRecvs_.find(dataKey(p, c.msgId));
       if (it == dataRecvs_.end()) {
         breakPeer(p, "data for an unknown message");
-        return;
+        return true;
       }
       it->second->onData(p, c.chunk, c.offset, c.len);
       continue;
@@ -296,7 +301,7 @@ void ShmEngine::drainControl(shm::Peer& p) {
     if (it == sends_.end() || &it->second->peer() != &p) {
       if (type == shm::CtlType::kCancelFail) continue;  // the send completed meanwhile
       breakPeer(p, "control record for an unknown send");
-      return;
+      return true;
     }
     ShmSend* s = it->second;
     switch (type) {
@@ -305,10 +310,11 @@ void ShmEngine::drainControl(shm::Peer& p) {
       case shm::CtlType::kAck: s->onAck(); break;
       case shm::CtlType::kCancelOk: s->onCancelReply(true); break;
       case shm::CtlType::kCancelFail: s->onCancelReply(false); break;
-      default: breakPeer(p, "unknown control record"); return;
+      default: breakPeer(p, "unknown control record"); return true;
     }
   }
   if (p.ctlIn.broken()) breakPeer(p, "corrupt control ring");
+  return any;
 }
 
 void ShmEngine::flushCtl() {
@@ -391,20 +397,35 @@ void ShmEngine::pumpRealOrder() {
   }
 }
 
+bool ShmEngine::step() {
+  bool any = false;
+  for (auto& p : ep_->peers()) {
+    if (p->dead) continue;
+    any = drainControl(*p) | any;
+    any = drainMessages(*p) | any;
+  }
+  flushCtl();
+  pumpSends();
+  if (!adopted_.empty()) reapAdopted();
+  return any;
+}
+
 void ShmEngine::progress() {
   std::lock_guard lock(mutex_);
   if (inProgress_) return;  // reached again from inside a callback
   inProgress_ = true;
-  for (auto& p : ep_->peers()) {
-    if (p->dead) continue;
-    drainControl(*p);
-    drainMessages(*p);
-  }
-  flushCtl();
-  pumpSends();
+  step();
   if (holds_.load(std::memory_order_relaxed)) pumpRealOrder();
-  if (!adopted_.empty()) reapAdopted();
   inProgress_ = false;
+}
+
+bool ShmEngine::progressShm() {
+  std::lock_guard lock(mutex_);
+  if (inProgress_) return false;
+  inProgress_ = true;
+  bool any = step();
+  inProgress_ = false;
+  return any;
 }
 
 }  // namespace cgdr::engine

@@ -62,6 +62,9 @@ class ShmEngine {
 
   // Advances everything a little without blocking.
   void progress();
+  // The shared-memory part only (no real-MPI calls): what the helper thread runs. True if it
+  // moved anything.
+  bool progressShm();
   // True while engine operations are pending (blocking real-MPI calls must poll meanwhile).
   bool busy() const { return pending_.load(std::memory_order_relaxed) > 0; }
   std::size_t segmentBytes() const { return ep_->segmentBytes(); }
@@ -100,8 +103,9 @@ class ShmEngine {
   };
 
   ShmEngine() = default;
-  void drainControl(channel::shm::Peer& p);
-  void drainMessages(channel::shm::Peer& p);
+  bool drainControl(channel::shm::Peer& p);
+  bool drainMessages(channel::shm::Peer& p);
+  bool step();
   bool handleRecord(channel::shm::Peer& p, const channel::shm::MsgHeader& h);
   void pumpSends();
   void flushCtl();

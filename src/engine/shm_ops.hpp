@@ -62,7 +62,7 @@ class ShmRecv final : public base::Op {
   }
   bool mixed() const { return mixed_; }
   bool posted() const { return state_ == State::kPosted; }
-  bool finished() const { return state_ == State::kDone; }
+  bool finished() const { return state_ == State::kDone || state_ == State::kLanded; }
   int ctx() const { return ctx_; }
   // Engine side (engine mutex held).
   void deliverEager(channel::shm::Peer& from, const Unexpected& env, const char* payload);
@@ -73,8 +73,11 @@ class ShmRecv final : public base::Op {
   bool probeReal();
 
  private:
-  enum class State { kPosted, kReceiving, kReal, kDone };
+  // kLanded: the bytes are in the landing area; the owner's poll() finishes the receive (unpack,
+  // copy to the GPU, status), so the helper thread never calls into MPI or CUDA.
+  enum class State { kPosted, kReceiving, kLanded, kReal, kDone };
   void complete(std::size_t received, std::size_t size);
+  void finalize();
   void setEnvelope(int src, int tag);
 
   ShmEngine& e_;

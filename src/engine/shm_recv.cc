@@ -43,6 +43,7 @@ ShmRecv::ShmRecv(ShmEngine& e, const base::RecvArgs& a, const CommInfo& c, RecvT
 ShmRecv::~ShmRecv() {
   std::lock_guard lock(e_.mutex());
   if (state_ == State::kPosted) e_.unpost(this);
+  if (state_ == State::kReceiving && from_) e_.forgetData(*from_, msgId_);
   if (mixed_) e_.dropFromOrder(this);
   if (state_ != State::kDone) e_.addPending(-1);
 }
@@ -53,6 +54,13 @@ void ShmRecv::setEnvelope(int src, int tag) {
 }
 
 void ShmRecv::complete(std::size_t received, std::size_t size) {
+  got_ = received;
+  size_ = size;
+  state_ = State::kLanded;
+}
+
+void ShmRecv::finalize() {
+  std::size_t received = got_, size = size_;
   base::Status st = target_.finish(received);
   PMPI_Status_set_elements_x(&status, MPI_BYTE, static_cast<MPI_Count>(received));
   if (!st.isOk()) {
@@ -179,6 +187,7 @@ int ShmRecv::cancel() {
 bool ShmRecv::poll() {
   std::lock_guard lock(e_.mutex());
   if (state_ == State::kPosted || state_ == State::kReceiving) e_.progress();
+  if (state_ == State::kLanded) finalize();
   if (state_ == State::kReal && real_->poll()) {
     status = real_->status;
     error = real_->error;

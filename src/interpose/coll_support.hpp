@@ -9,6 +9,7 @@
 #include "coll/coll_op.hpp"
 #include "coll/plans.hpp"
 #include "engine/handles.hpp"
+#include "engine/helper.hpp"
 #include "engine/progress.hpp"
 #include "interpose/guard.hpp"
 
@@ -18,24 +19,19 @@
   CGDR_ENTER(passthrough);                                 \
   if (!::cgdr::base::cuda::usable()) return passthrough
 
-// A blocking collective also needs cgdr when its engine has work to keep progressing.
+// A blocking collective stays blocking on every rank (MPI never matches it with a non-blocking
+// one); while it blocks, the engine's helper thread serves co-located peers.
 #define CGDR_BLOCKING_COLL_ENTER(passthrough)                                            \
   CGDR_ENTER(passthrough);                                                               \
-  if (!::cgdr::base::cuda::usable() && !::cgdr::engine::mustPoll()) return passthrough
+  ::cgdr::engine::beforeBlocking();                                                      \
+  ::cgdr::engine::BlockingScope cgdrScope_;                                              \
+  if (!::cgdr::base::cuda::usable()) return passthrough
 
 namespace cgdr::interpose {
 
-// Blocking collective: queued sends are handed over first; while the engine has work, the real
-// MPI runs the non-blocking form and cgdr polls it.
-inline int blockingColl(MPI_Comm c, coll::Staging& st, const std::function<int()>& blocking,
-                        const std::function<int(MPI_Request*)>& nonblocking) {
-  engine::beforeBlocking();
-  if (!engine::mustPoll()) return coll::runBlocking(c, st, blocking);
-  return coll::runBlocking(c, st, [&] {
-    MPI_Request r;
-    int rc = nonblocking(&r);
-    return rc != MPI_SUCCESS ? rc : engine::pollReal(&r, MPI_STATUS_IGNORE);
-  });
+// Blocking collective on staged buffers (queued sends were handed over at entry).
+inline int blockingColl(MPI_Comm c, coll::Staging& st, const std::function<int()>& blocking) {
+  return coll::runBlocking(c, st, blocking);
 }
 
 // Non-blocking collective: with GPU buffers the user gets a cgdr request that copies results

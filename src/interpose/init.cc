@@ -16,6 +16,7 @@
 #include "interpose/lifecycle.hpp"
 #include "mem/host_cache.hpp"
 #include "engine/comm_table.hpp"
+#include "engine/helper.hpp"
 #include "engine/shm_engine.hpp"
 #include "topo/detect.hpp"
 #include "mem/pinned_pool.hpp"
@@ -72,6 +73,7 @@ void tearDown() {
   engine::beforeBlocking();
   runFinalizeHooks();
   if (gControl != MPI_COMM_NULL) PMPI_Barrier(gControl);  // peers may still be reading our chunks
+  engine::stopHelper();
   engine::ShmEngine::stop();
   engine::comms::fini();
   engine::handles::fini();
@@ -118,6 +120,7 @@ CGDR_API int MPIX_Cgdr_redetect(void) {
   Guard g;
   cgdr::engine::beforeBlocking();
   PMPI_Barrier(gControl);
+  cgdr::engine::stopHelper();
   cgdr::engine::ShmEngine::stop();
   cgdr::base::Status s = cgdr::topo::detect(gControl);
   if (s.isOk()) s = cgdr::engine::ShmEngine::start(gControl);
