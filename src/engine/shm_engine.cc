@@ -1,8 +1,10 @@
 #include "engine/shm_engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
+#include "base/config.hpp"
 #include "base/errors.hpp"
 #include "base/log.hpp"
 #include "engine/msg_data.hpp"
@@ -16,6 +18,8 @@ namespace shm = channel::shm;
 ShmEngine* ShmEngine::instance_ = nullptr;
 
 namespace {
+base::Setting<bool> gStats("CGDR_STATS", "0", "", "Print the engine's counters (messages per protocol, peak "
+                                                   "unexpected bytes) at MPI_Finalize.");
 std::uint64_t dataKey(const shm::Peer& p, std::uint64_t msgId) { return (std::uint64_t{p.local} << 48) ^ msgId; }
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
@@ -43,6 +47,14 @@ base::Status ShmEngine::start(MPI_Comm world) {
 void ShmEngine::stop() {
   ShmEngine* e = instance_;
   if (!e) return;
+  if (gStats.get()) {
+    const Stats& s = e->stats_;
+    CGDR_LOG(kWarn, kShm,
+             "stats: eager %llu, rendezvous %llu (single copy %llu, pipelined %llu), peak unexpected eager bytes %zu",
+             static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(s.rendezvous),
+             static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pipelined),
+             s.peakUnexpectedBytes);
+  }
   {
     std::lock_guard lock(e->mutex_);
     // Let buffered sends finish before the segments go away.
@@ -143,6 +155,7 @@ bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer
   if (n) std::memcpy(h + 1, data.value().bytes(), n);
   p->out.commit();
   p->eagerSent += n;
+  ++stats_.eager;
   *rc = MPI_SUCCESS;
   return true;
 }
@@ -159,6 +172,7 @@ base::Result<std::unique_ptr<base::Op>> ShmEngine::irecv(const base::RecvArgs& a
     if (!op->matches(u.src, u.tag)) continue;
     std::unique_ptr<Unexpected> m = std::move(*it);
     q.unexpected.erase(it);
+    stats_.unexpectedBytes -= m->data.size();
     if (m->rts) op->startRendezvous(*m->from, *m);
     else op->deliverEager(*m->from, *m, m->data.data());
     return std::unique_ptr<base::Op>(std::move(op));
@@ -182,6 +196,7 @@ bool ShmEngine::iprobe(const CommInfo& c, int src, int tag, MPI_Status* st, std:
       PMPI_Status_set_elements_x(st, MPI_BYTE, static_cast<MPI_Count>(u.size));
     }
     if (take) {
+      stats_.unexpectedBytes -= (*it)->data.size();
       *take = std::move(*it);
       q.unexpected.erase(it);
     }
@@ -239,7 +254,11 @@ bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
     return true;
   }
   auto u = std::make_unique<Unexpected>(env);
-  if (eager && h.size) u->data.assign(payload, payload + h.size);
+  if (eager && h.size) {
+    u->data.assign(payload, payload + h.size);
+    stats_.unexpectedBytes += h.size;
+    stats_.peakUnexpectedBytes = std::max(stats_.peakUnexpectedBytes, stats_.unexpectedBytes);
+  }
   q.unexpected.push_back(std::move(u));
   return true;
 }
@@ -268,6 +287,7 @@ void ShmEngine::answerCancel(shm::Peer& p, std::uint64_t msgId) {
         return;
       }
       if (!(*it)->rts) p.in.addConsumed((*it)->size);  // its eager bytes no longer count
+      stats_.unexpectedBytes -= (*it)->data.size();
       q.unexpected.erase(it);
       r.type = static_cast<std::uint32_t>(shm::CtlType::kCancelOk);
       sendCtl(p, r);

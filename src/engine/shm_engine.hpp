@@ -132,6 +132,16 @@ class ShmEngine {
   std::unordered_map<int, std::list<OrderItem>> realOrder_;
   std::atomic<int> holds_{0};
   std::atomic<int> pending_{0};
+  // Counters (CGDR_STATS=1 prints them at MPI_Finalize).
+  struct Stats {
+    std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pipelined = 0;
+    std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;
+  } stats_;
+
+ public:
+  Stats& stats() { return stats_; }
+
+ private:
   std::uint64_t lastMsgId_ = 0;
   bool inProgress_ = false;
 };

@@ -103,11 +103,13 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
   if (from.cma && env.addr && readPeer(from.pid, env.addr, target_.landing(), expect_)) {
     r.type = static_cast<std::uint32_t>(shm::CtlType::kFin);
     e_.sendCtl(from, r);
+    ++e_.stats().singleCopy;
     complete(expect_, size_);
     return;
   }
   r.type = static_cast<std::uint32_t>(shm::CtlType::kCts);
   e_.sendCtl(from, r);
+  ++e_.stats().pipelined;
   state_ = State::kReceiving;
   if (expect_ == 0) {
     complete(0, size_);

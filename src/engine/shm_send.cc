@@ -49,6 +49,7 @@ bool ShmSend::tryPost() {
   if (eager && n) std::memcpy(h + 1, data_.bytes(), n);
   peer_.out.commit();
   if (eager) {
+    ++e_.stats().eager;
     peer_.eagerSent += n;
     if (!sync) {
       finish();
@@ -56,6 +57,7 @@ bool ShmSend::tryPost() {
     }
     state_ = State::kWaitAck;
   } else {
+    ++e_.stats().rendezvous;
     state_ = State::kWaitCts;
   }
   e_.track(this);
