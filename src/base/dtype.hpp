@@ -18,6 +18,9 @@ struct Span {
 // Computes the span with PMPI type queries (no allocation).
 Span spanOf(long long count, MPI_Datatype type);
 
+// Drops cached type information (called by MPI_Type_free: a handle may be reused).
+void forgetDatatypes();
+
 // Address of the first covered byte.
 inline const void* spanStart(const void* buf, const Span& s) {
   return static_cast<const char*>(buf) + s.lo;

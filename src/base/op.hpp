@@ -32,14 +32,19 @@ class Op {
   MPI_Comm comm = MPI_COMM_NULL;
 };
 
-// The status MPI gives for a null or inactive request.
+// The status MPI gives for a null or inactive request (built once with the MPI's own calls,
+// then copied: it is on every operation's path).
 inline void setEmptyStatus(MPI_Status* st) {
-  if (st == MPI_STATUS_IGNORE) return;
-  st->MPI_SOURCE = MPI_ANY_SOURCE;
-  st->MPI_TAG = MPI_ANY_TAG;
-  st->MPI_ERROR = MPI_SUCCESS;
-  PMPI_Status_set_elements(st, MPI_BYTE, 0);
-  PMPI_Status_set_cancelled(st, 0);
+  static const MPI_Status kEmpty = [] {
+    MPI_Status e{};
+    e.MPI_SOURCE = MPI_ANY_SOURCE;
+    e.MPI_TAG = MPI_ANY_TAG;
+    e.MPI_ERROR = MPI_SUCCESS;
+    PMPI_Status_set_elements(&e, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(&e, 0);
+    return e;
+  }();
+  if (st != MPI_STATUS_IGNORE) *st = kEmpty;
 }
 
 }  // namespace cgdr::base

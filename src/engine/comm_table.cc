@@ -34,7 +34,7 @@ struct Cache {
   const CommInfo* info = nullptr;
   std::uint64_t generation = 0;
 };
-thread_local Cache tCache;
+thread_local Cache tCache __attribute__((tls_model("initial-exec")));
 
 Table& table() {
   static Table* t = new Table;
@@ -145,10 +145,19 @@ const CommInfo* find(MPI_Comm c) {
 }
 
 const CommInfo* byContext(int ctx) {
+  static thread_local struct {
+    int ctx = -1;
+    const CommInfo* info = nullptr;
+    std::uint64_t generation = 0;
+  } last __attribute__((tls_model("initial-exec")));
+  std::uint64_t g = gGeneration.load(std::memory_order_acquire);
+  if (last.ctx == ctx && last.generation == g) return last.info;
   Table& t = table();
   std::shared_lock lock(t.mutex);
   auto it = t.byCtx.find(ctx);
-  return it == t.byCtx.end() ? nullptr : it->second.get();
+  const CommInfo* info = it == t.byCtx.end() ? nullptr : it->second.get();
+  last = {ctx, info, g};
+  return info;
 }
 
 }  // namespace comms

@@ -24,11 +24,9 @@ base::Status packInto(const void* buf, int count, MPI_Datatype type, std::vector
 base::Result<SendData> SendData::prepare(const void* buf, int count, MPI_Datatype type) {
   SendData d;
   if (count <= 0) return d;
-  int tsize = 0;
-  PMPI_Type_size(type, &tsize);
-  d.size_ = static_cast<std::size_t>(tsize) * count;
-  if (d.size_ == 0) return d;
   base::Span s = base::spanOf(count, type);
+  d.size_ = s.dataBytes;
+  if (d.size_ == 0) return d;
   mem::MemInfo m;
   if (base::cuda::usable()) {
     auto c = mem::classify(base::spanStart(buf, s), s.bytes);
@@ -48,17 +46,17 @@ base::Result<SendData> SendData::prepare(const void* buf, int count, MPI_Datatyp
   }
   auto staged = channel::net::StagedSpan::make(buf, s, m.device);
   if (!staged.isOk()) return staged.status();
-  d.staged_ = std::move(staged.value());
-  base::Status st = mem::copySync(d.staged_.hostStart(), d.staged_.gpuStart(), s.bytes, m.device, mem::CopyDir::kToHost);
+  d.staged_ = std::make_unique<channel::net::StagedSpan>(std::move(staged.value()));
+  base::Status st = mem::copySync(d.staged_->hostStart(), d.staged_->gpuStart(), s.bytes, m.device, mem::CopyDir::kToHost);
   if (!st.isOk()) return st;
   if (s.contiguous) {
-    d.ptr_ = static_cast<const char*>(d.staged_.hostStart());
+    d.ptr_ = static_cast<const char*>(d.staged_->hostStart());
     return d;
   }
   d.packed_.resize(d.size_);
-  st = packInto(d.staged_.mpiBuf(), count, type, d.packed_);
+  st = packInto(d.staged_->mpiBuf(), count, type, d.packed_);
   if (!st.isOk()) return st;
-  d.staged_.release();
+  d.staged_.reset();
   d.ptr_ = d.packed_.data();
   return d;
 }
@@ -67,7 +65,7 @@ void SendData::detach() {
   if (size_ == 0 || (!packed_.empty() && ptr_ == packed_.data())) return;
   packed_.assign(ptr_, ptr_ + size_);
   ptr_ = packed_.data();
-  staged_.release();
+  staged_.reset();
 }
 
 base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype type) {
@@ -76,12 +74,10 @@ base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype 
   t.count_ = count;
   t.type_ = type;
   if (count <= 0) return t;
-  int tsize = 0;
-  PMPI_Type_size(type, &tsize);
-  t.typeSize_ = tsize > 0 ? static_cast<std::size_t>(tsize) : 1;
-  t.cap_ = static_cast<std::size_t>(tsize) * count;
-  if (t.cap_ == 0) return t;
   t.span_ = base::spanOf(count, type);
+  t.cap_ = t.span_.dataBytes;
+  t.typeSize_ = t.cap_ > 0 ? t.cap_ / static_cast<std::size_t>(count) : 1;
+  if (t.cap_ == 0) return t;
   t.contiguous_ = t.span_.contiguous;
   mem::MemInfo m;
   if (base::cuda::usable()) {
@@ -106,8 +102,8 @@ base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype 
   packed.dataBytes = t.cap_;
   auto land = channel::net::StagedSpan::make(buf, packed, m.device);
   if (!land.isOk()) return land.status();
-  t.landingStage_ = std::move(land.value());
-  t.land_ = static_cast<char*>(t.landingStage_.hostStart());
+  t.landingStage_ = std::make_unique<channel::net::StagedSpan>(std::move(land.value()));
+  t.land_ = static_cast<char*>(t.landingStage_->hostStart());
   return t;
 }
 

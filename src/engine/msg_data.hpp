@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "base/status.hpp"
@@ -26,7 +27,7 @@ class SendData {
   const char* ptr_ = nullptr;
   std::size_t size_ = 0;
   std::vector<char> packed_;
-  channel::net::StagedSpan staged_;
+  std::unique_ptr<channel::net::StagedSpan> staged_;  // only for GPU buffers
 };
 
 class RecvTarget {
@@ -51,7 +52,7 @@ class RecvTarget {
   int device_ = -1;
   base::Span span_;
   std::vector<char> temp_;
-  channel::net::StagedSpan landingStage_;  // GPU: the packed bytes in pinned memory
+  std::unique_ptr<channel::net::StagedSpan> landingStage_;  // GPU: the packed bytes, pinned
 };
 
 }  // namespace cgdr::engine

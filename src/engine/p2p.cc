@@ -99,13 +99,20 @@ Result<std::unique_ptr<base::Op>> engineSend(const base::SendArgs& a, const Comm
 // An engine receive (specific co-located source or wildcard); mixed wildcards also watch the
 // real MPI, and hold back later receives from remote peers.
 Result<std::unique_ptr<base::Op>> engineRecv(const base::RecvArgs& a, const CommInfo& c, bool mixed) {
+  return ShmEngine::get()->irecv(a, c, mixed);
+}
+
+// A blocking engine receive, its operation on the stack.
+int engineRecvBlocking(const base::RecvArgs& a, const CommInfo& c, bool mixed, MPI_Status* st) {
   ShmEngine& e = *ShmEngine::get();
-  auto op = e.irecv(a, c, mixed);
-  if (!op.isOk() || !mixed) return op;
-  std::lock_guard lock(e.mutex());
-  auto* r = static_cast<ShmRecv*>(op.value().get());
-  if (r->posted()) e.holdBehind(c.ctx, r);
-  return op;
+  int rc = MPI_SUCCESS;
+  if (!mixed && a.peer >= 0 && e.tryRecvNow(a, c, st, &rc)) return rc;
+  auto target = RecvTarget::prepare(a.buf, a.count, a.type);
+  if (!target.isOk()) return raise(a.comm, target.status());
+  ShmRecv op(e, a, c, std::move(target.value()), mixed);
+  e.start(op, c);
+  if (!op.poll()) waitFor(op);
+  return finishBlocking(op, st);
 }
 
 Result<std::unique_ptr<base::Op>> heldRecv(const base::RecvArgs& a, const CommInfo& c) {
@@ -240,7 +247,8 @@ int recv(const base::RecvArgs& a, MPI_Status* st) {
     const CommInfo* known = comms::find(a.comm);
     held = known && ShmEngine::get()->holding(known->ctx);
   }
-  if (route == Route::kReal && !held) {
+  if (route != Route::kReal) return engineRecvBlocking(a, *c, route == Route::kMixed, st);
+  if (!held) {
     auto loc = locate(a.buf, a.count, a.type);
     if (!loc.isOk()) return raise(a.comm, loc.status());
     if (!loc.value().mem.onGpu() || a.peer == MPI_PROC_NULL) {

@@ -22,6 +22,7 @@ class Backoff {
  public:
   void pause();
   void reset() { idle_ = 0; }
+  unsigned idle() const { return idle_; }
 
  private:
   unsigned idle_ = 0;

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sched.h>
 #include <cstring>
 
 #include "base/config.hpp"
+#include "base/cuda.hpp"
+#include "base/dtype.hpp"
 #include "base/errors.hpp"
+#include "mem/classify.hpp"
 #include "base/log.hpp"
 #include "engine/msg_data.hpp"
 #include "engine/held.hpp"
@@ -38,6 +42,8 @@ base::Status ShmEngine::start(MPI_Comm world) {
   if (local.empty()) return base::Status::ok();
   auto* e = new ShmEngine;
   e->ep_ = std::move(ep.value());
+  e->eagerLimit_ = shm::eagerLimit();
+  e->eagerCredit_ = shm::eagerCredit();
   e->outbound_.resize(local.size());
   e->ctlBacklog_.resize(local.size());
   instance_ = e;
@@ -79,9 +85,17 @@ void ShmEngine::untrack(ShmSend* s) {
 
 void ShmEngine::queueSend(ShmSend* s) { outbound_[s->peer().local].push_back(s); }
 
-void ShmEngine::post(ShmRecv* r) { queues_[r->ctx()].posted.push_back(r); }
+ShmEngine::CtxQueues& ShmEngine::queuesOf(int ctx) {
+  if (ctx != lastCtx_) {
+    lastQueues_ = &queues_[ctx];  // unordered_map nodes never move
+    lastCtx_ = ctx;
+  }
+  return *lastQueues_;
+}
 
-void ShmEngine::unpost(ShmRecv* r) { queues_[r->ctx()].posted.remove(r); }
+void ShmEngine::post(ShmRecv* r) { queuesOf(r->ctx()).posted.push_back(r); }
+
+void ShmEngine::unpost(ShmRecv* r) { queuesOf(r->ctx()).posted.remove(r); }
 
 void ShmEngine::expectData(shm::Peer& p, std::uint64_t msgId, ShmRecv* r) { dataRecvs_[dataKey(p, msgId)] = r; }
 
@@ -128,19 +142,19 @@ base::Result<std::unique_ptr<base::Op>> ShmEngine::isend(const base::SendArgs& a
 }
 
 bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer* p, int* rc) {
+  // Only small contiguous host messages with nothing queued ahead: no operation, no copy but one.
   if (a.mode == base::SendMode::kSync || !outbound_[p->local].empty()) return false;
-  int tsize = 0;
-  PMPI_Type_size(a.type, &tsize);
-  std::size_t n = static_cast<std::size_t>(tsize) * (a.count > 0 ? a.count : 0);
-  if (n > shm::eagerLimit()) return false;
-  auto data = SendData::prepare(a.buf, a.count, a.type);
-  if (!data.isOk()) {
-    *rc = base::raise(a.comm, data.status());
-    return true;
+  base::Span s = base::spanOf(a.count, a.type);
+  std::size_t n = s.dataBytes;
+  if (n > eagerLimit_ || !s.contiguous) return false;
+  const void* src = base::spanStart(a.buf, s);
+  if (n && base::cuda::usable()) {
+    auto m = mem::classify(src, n);
+    if (!m.isOk() || m.value().onGpu()) return false;  // the operation path reports or stages
   }
   std::lock_guard lock(mutex_);
   std::lock_guard producer(p->sendLock);
-  if (!outbound_[p->local].empty() || p->eagerSent + n - p->out.consumed() > shm::eagerCredit()) return false;
+  if (!outbound_[p->local].empty() || p->eagerSent + n - p->out.consumed() > eagerCredit_) return false;
   auto* h = p->out.reserve(static_cast<std::uint32_t>(sizeof(shm::MsgHeader) + n));
   if (!h) return false;
   h->type = static_cast<std::uint16_t>(shm::RecType::kEager);
@@ -152,7 +166,7 @@ bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer
   h->size = n;
   h->msgId = newMsgId();
   h->addr = 0;
-  if (n) std::memcpy(h + 1, data.value().bytes(), n);
+  if (n) std::memcpy(h + 1, src, n);
   p->out.commit();
   p->eagerSent += n;
   ++stats_.eager;
@@ -160,31 +174,87 @@ bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer
   return true;
 }
 
-base::Result<std::unique_ptr<base::Op>> ShmEngine::irecv(const base::RecvArgs& a, const CommInfo& c, bool mixed) {
-  auto target = RecvTarget::prepare(a.buf, a.count, a.type);
-  if (!target.isOk()) return target.status();
+bool ShmEngine::tryRecvNow(const base::RecvArgs& a, const CommInfo& c, MPI_Status* st, int* rc) {
+  base::Span s = base::spanOf(a.count, a.type);
+  if (!s.contiguous || a.tag == MPI_ANY_TAG) return false;
+  char* dst = static_cast<char*>(const_cast<void*>(base::spanStart(a.buf, s)));
+  if (s.dataBytes && base::cuda::usable()) {
+    auto m = mem::classify(dst, s.dataBytes);
+    if (!m.isOk() || m.value().onGpu()) return false;
+  }
+  shm::Peer* p = c.peer[a.peer];
+  std::unique_lock lock(mutex_);
+  CtxQueues& q = queuesOf(c.ctx);
+  for (unsigned spins = 0;; ++spins) {
+    if (!q.unexpected.empty() || !q.posted.empty() || p->dead) return false;
+    const shm::MsgHeader* h = p->in.peek();
+    if (h && h->type == static_cast<std::uint16_t>(shm::RecType::kEager) && h->ctx == c.ctx && h->src == a.peer &&
+        h->tag == a.tag && h->seq == p->seqIn && h->size <= s.dataBytes && !(h->flags & shm::kFlagSync) &&
+        h->len >= sizeof(shm::MsgHeader) + h->size) {
+      if (h->size) std::memcpy(dst, h + 1, h->size);
+      std::size_t n = h->size;
+      ++p->seqIn;
+      p->in.addConsumed(n);
+      p->in.pop();
+      if (st != MPI_STATUS_IGNORE) {
+        int keep = st->MPI_ERROR;
+        base::setEmptyStatus(st);
+        st->MPI_SOURCE = a.peer;
+        st->MPI_TAG = a.tag;
+        st->MPI_ERROR = keep;
+        PMPI_Status_set_elements_x(st, MPI_BYTE, static_cast<MPI_Count>(n));
+      }
+      *rc = MPI_SUCCESS;
+      return true;
+    }
+    if (h || (spins & 63) == 63) {
+      if (!inProgress_) {
+        inProgress_ = true;
+        step();  // anything else (other records, other peers) takes the general path
+        inProgress_ = false;
+      }
+      if (h) continue;
+    }
+    if ((spins & 1023) == 1023) {
+      lock.unlock();  // let other threads in, and yield on an oversubscribed host
+      sched_yield();
+      lock.lock();
+      if (!peerAlive(*p)) return false;
+    }
+  }
+}
+
+// Matches the earliest unexpected message, else posts. Messages still in the rings arrived
+// after every unexpected one from the same sender, so they are matched later, in order.
+void ShmEngine::start(ShmRecv& op, const CommInfo& c) {
   std::lock_guard lock(mutex_);
-  auto op = std::make_unique<ShmRecv>(*this, a, c, std::move(target.value()), mixed);
-  progress();
-  CtxQueues& q = queues_[c.ctx];
+  CtxQueues& q = queuesOf(c.ctx);
   for (auto it = q.unexpected.begin(); it != q.unexpected.end(); ++it) {
     Unexpected& u = **it;
-    if (!op->matches(u.src, u.tag)) continue;
+    if (!op.matches(u.src, u.tag)) continue;
     std::unique_ptr<Unexpected> m = std::move(*it);
     q.unexpected.erase(it);
     stats_.unexpectedBytes -= m->data.size();
-    if (m->rts) op->startRendezvous(*m->from, *m);
-    else op->deliverEager(*m->from, *m, m->data.data());
-    return std::unique_ptr<base::Op>(std::move(op));
+    if (m->rts) op.startRendezvous(*m->from, *m);
+    else op.deliverEager(*m->from, *m, m->data.data());
+    return;
   }
-  q.posted.push_back(op.get());
+  q.posted.push_back(&op);
+  if (op.mixed()) holdBehind(c.ctx, &op);
+}
+
+base::Result<std::unique_ptr<base::Op>> ShmEngine::irecv(const base::RecvArgs& a, const CommInfo& c, bool mixed) {
+  auto target = RecvTarget::prepare(a.buf, a.count, a.type);
+  if (!target.isOk()) return target.status();
+  auto op = std::make_unique<ShmRecv>(*this, a, c, std::move(target.value()), mixed);
+  start(*op, c);
   return std::unique_ptr<base::Op>(std::move(op));
 }
 
 bool ShmEngine::iprobe(const CommInfo& c, int src, int tag, MPI_Status* st, std::unique_ptr<Unexpected>* take) {
   std::lock_guard lock(mutex_);
   progress();
-  CtxQueues& q = queues_[c.ctx];
+  CtxQueues& q = queuesOf(c.ctx);
   for (auto it = q.unexpected.begin(); it != q.unexpected.end(); ++it) {
     Unexpected& u = **it;
     if ((src != MPI_ANY_SOURCE && src != u.src) || (tag != MPI_ANY_TAG && tag != u.tag)) continue;
@@ -231,7 +301,7 @@ bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
     return false;
   }
   ++p.seqIn;
-  const CommInfo* c = comms::byContext(h.ctx);
+  const CommInfo* c = comms::byContext(h.ctx);  // cached per thread
   if (c && (h.src < 0 || h.src >= c->size || c->world[h.src] != p.worldRank)) {
     breakPeer(p, "message names a source that does not match its ring");
     return false;
@@ -247,7 +317,7 @@ bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
   env.rts = rts;
   env.sync = (h.flags & shm::kFlagSync) != 0;
   const char* payload = reinterpret_cast<const char*>(&h + 1);
-  CtxQueues& q = queues_[h.ctx];
+  CtxQueues& q = queuesOf(h.ctx);
   if (ShmRecv* r = c ? matchPosted(q, h.src, h.tag) : nullptr) {
     if (rts) r->startRendezvous(p, env);
     else r->deliverEager(p, env, payload);

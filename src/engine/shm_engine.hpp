@@ -53,8 +53,15 @@ class ShmEngine {
   // Blocking standard/ready send of a small message straight into the ring, when nothing is
   // queued to that peer; false if the caller must take the op path.
   bool trySendNow(const base::SendArgs& a, const CommInfo& c, channel::shm::Peer* p, int* rc);
-  // A receive of engine messages (a specific co-located source or MPI_ANY_SOURCE).
+  // A receive of engine messages (a specific co-located source or MPI_ANY_SOURCE); mixed
+  // wildcards also watch the real MPI and hold back later receives from remote peers.
   base::Result<std::unique_ptr<base::Op>> irecv(const base::RecvArgs& a, const CommInfo& c, bool mixed);
+  // Blocking receive of a small message from a specific co-located source into contiguous host
+  // memory, while nothing else is pending on the communicator: waits on that peer's ring and
+  // copies the matching eager record straight into the buffer. False: take the general path.
+  bool tryRecvNow(const base::RecvArgs& a, const CommInfo& c, MPI_Status* st, int* rc);
+  // Starts a receive the caller owns (blocking receives keep it on their stack).
+  void start(ShmRecv& op, const CommInfo& c);
   // Probe: engine messages only. With take, removes the message (matched probe).
   bool iprobe(const CommInfo& c, int src, int tag, MPI_Status* st, std::unique_ptr<Unexpected>* take);
   // Receives a message removed by a matched probe.
@@ -113,6 +120,7 @@ class ShmEngine {
   void pumpRealOrder();
   void breakPeer(channel::shm::Peer& p, const char* why);
   ShmRecv* matchPosted(CtxQueues& q, int src, int tag);
+  CtxQueues& queuesOf(int ctx);
   void answerCancel(channel::shm::Peer& p, std::uint64_t msgId);
 
   static ShmEngine* instance_;
@@ -143,6 +151,9 @@ class ShmEngine {
 
  private:
   std::uint64_t lastMsgId_ = 0;
+  int lastCtx_ = -1;                 // one-entry cache of the queues of the last context used
+  CtxQueues* lastQueues_ = nullptr;
+  std::size_t eagerLimit_ = 0, eagerCredit_ = 0;
   bool inProgress_ = false;
 };
 

@@ -39,10 +39,11 @@ start=$SECONDS
 kill -INT $pods
 wait $pods
 [ $((SECONDS - start)) -lt 20 ] || fail "cgdr-pods took $((SECONDS - start)) s to stop after Ctrl-C"
-sleep 0.5
+for _ in $(seq 50); do pgrep -f "$HOLD 60" >/dev/null || break; sleep 0.1; done
 pgrep -f "$HOLD 60" >/dev/null && fail "ranks survive Ctrl-C on cgdr-pods"
 pgrep -f "sleep 2147483647" >/dev/null && fail "pod init processes survive Ctrl-C"
 [ -z "$(leftovers "$vol")" ] || fail "files remain after Ctrl-C: $(leftovers "$vol")"
 [ -z "$(leftovers /dev/shm)" ] || fail "files remain in /dev/shm: $(leftovers /dev/shm)"
+ps -eo stat=,comm= | awk '$2 == "mpirun" && $1 !~ /^Z/ {found=1} END {exit !found}' && fail "mpirun survives Ctrl-C on cgdr-pods"
 rm -rf "$vol" "$log"
 finish
