@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The GPU machine's one-call suite (nvidia-h200-x2): builds cgdr, runs the GPU tests and the
 # benchmarks, and leaves logs under $OUT (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests pods hostperf compare bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
+# SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
+# logs always come back within one device call.
 set -uo pipefail
+t0=$SECONDS
+deadline=${SUITE_DEADLINE:-560}
 top=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/cgdr-suite-out}
-steps=${SUITE_STEPS:-env build tests bench osu}
+steps=${SUITE_STEPS:-env build tests pods hostperf compare}
 logs=$(mktemp -d /tmp/cgdr-suite.XXXXXX)/logs
 mkdir -p "$OUT" "$logs"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -16,11 +20,16 @@ lib=$build/src/libcgdr.so
 summary=$OUT/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
-has() { [[ " $steps " == *" $1 "* ]]; }
+left() { echo $((deadline - (SECONDS - t0))); }
+has() {
+  [[ " $steps " == *" $1 "* ]] || return 1
+  if [ "$(left)" -lt "${2:-20}" ]; then say "$1: skipped ($(left) s left before the deadline)"; return 1; fi
+  say "--- $1 (at $((SECONDS - t0)) s)"
+}
 mpirun2() { timeout "${STEP_TIMEOUT:-120}" mpirun --bind-to core --map-by core -np 2 "$@"; }
 withcgdr() { echo -x "LD_PRELOAD=$lib"; }
 
-if has env; then
+if has env 10; then
   {
     date -u; uname -a; nvidia-smi -L; nvidia-smi topo -m; mpirun --version | head -1
     cmake --version | head -1; gcc --version | head -1; nvcc --version | tail -1
@@ -30,7 +39,7 @@ if has env; then
   say "env: $(nvidia-smi -L 2>/dev/null | wc -l) GPUs; $(mpirun --version 2>/dev/null | head -1)"
 fi
 
-if has build; then
+if has build 100; then
   prefix=()
   [ -d "$top/.deps" ] && prefix=(-DCMAKE_PREFIX_PATH="$top/.deps")
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
@@ -44,15 +53,52 @@ if has build; then
 fi
 export LD_LIBRARY_PATH="$top/.deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-if has tests; then
-  (cd "$build" && timeout "${GPU_TESTS_TIMEOUT:-300}" ctest -L gpu -j2 --timeout 240 --output-on-failure) > "$logs/gpu-tests.log" 2>&1
+if has tests 60; then
+  lim=$(( $(left) - 240 )); [ $lim -gt 240 ] && lim=240; [ $lim -lt 60 ] && lim=60
+  (cd "$build" && timeout "$lim" ctest -L gpu -j4 --timeout 200 --output-on-failure) > "$logs/gpu-tests.log" 2>&1
   say "gpu tests: $(grep -E 'tests passed' "$logs/gpu-tests.log" || echo 'no result')"
-  grep -E "Failed|\*\*\*|FAIL" "$logs/gpu-tests.log" | head -20 | tee -a "$summary"
-  (cd "$build" && timeout "${HOST_TESTS_TIMEOUT:-150}" ctest -L "unit|mpi" -j8 --timeout 120 --output-on-failure) > "$logs/host-tests.log" 2>&1
-  say "host tests on the GPU machine: $(grep -E 'tests passed' "$logs/host-tests.log" || echo 'no result')"
+  grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests.log" | head -30 | tee -a "$summary"
+  if [[ " $steps " == *" hosttests "* ]]; then
+    (cd "$build" && timeout 150 ctest -L "unit|mpi" -j8 --timeout 120 --output-on-failure) > "$logs/host-tests.log" 2>&1
+    say "host tests on the GPU machine: $(grep -E 'tests passed' "$logs/host-tests.log" || echo 'no result')"
+  fi
 fi
 
-if has bench; then
+if has pods 60; then
+  (cd "$build" && timeout 200 "$top/tests/pods/gpu.sh" "$build") > "$logs/pods-gpu.log" 2>&1
+  say "pods GPU test: exit $?"; grep -E "^(FAIL|PASS|SKIP|rank|pair)" "$logs/pods-gpu.log" | head -20 | tee -a "$summary"
+fi
+
+if has compare 100; then
+  COMPARE_TIMEOUT=$(( $(left) / 10 > 20 ? $(left) / 10 : 20 )) \
+    "$top/bench/gpu-compare.sh" "$build" "$logs/compare" "$logs/compare/gpu-compare.md" "$logs/compare/gpu-compare.png" \
+    > "$logs/compare.log" 2>&1
+  say "compare: exit $?"; grep -E "exit [1-9]" "$logs/compare.log" | head | tee -a "$summary"
+  cat "$logs/compare/gpu-compare.md" >> "$summary" 2>/dev/null
+fi
+
+if has hostperf 60; then
+  # Issue 5: host buffers, 2 ranks: cgdr in 2 pods vs the plain MPI natively and across pods;
+  # cgdr with CGDR_LOCALITY=off vs no cgdr (what cgdr costs on traffic it does not carry).
+  b=$build/tools/cgdr-bench/cgdr-bench
+  pods=$build/bin/cgdr-pods
+  hp() {  # NAME COMMAND...
+    local n=$1; shift
+    timeout 60 "$@" > "$logs/$n.log" 2>&1 || say "$n: exit $?"
+  }
+  for t in latency bw; do
+    o="-m 0:4M"; [ $t = latency ] && o="-m 0:4M -i 20000:1000"
+    hp "$t-HH-plainnative" mpirun --bind-to core --map-by core -np 2 "$b" $t H H $o --json "$logs/hp-$t-plainnative.json"
+    hp "$t-HH-cgdrnative" mpirun --bind-to core --map-by core -np 2 -x LD_PRELOAD="$lib" "$b" $t H H $o --json "$logs/hp-$t-cgdrnative.json"
+    hp "$t-HH-cgdrpods" "$pods" -n 2 --cpus "2;3" -- "$b" $t H H $o --json "$logs/hp-$t-cgdrpods.json"
+    hp "$t-HH-plainpods" "$pods" -n 2 --cpus "2;3" --no-cgdr -- "$b" $t H H $o --json "$logs/hp-$t-plainpods.json"
+    hp "$t-HH-offpods" "$pods" -n 2 --cpus "2;3" -x CGDR_LOCALITY=off -- "$b" $t H H $o --json "$logs/hp-$t-offpods.json"
+  done
+  mkdir -p "$logs/hostperf"; mv "$logs"/hp-*.json "$logs/hostperf/" 2>/dev/null
+  python3 "$top/bench/side-by-side.py" "$logs/hostperf" | tee -a "$summary"
+fi
+
+if has bench 60; then
   b=$build/tools/cgdr-bench/cgdr-bench
   if [ -x "$build/bench/cgdr-classify-bench" ]; then
     "$build/bench/cgdr-classify-bench" --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
@@ -73,7 +119,7 @@ if has bench; then
   python3 "$top/bench/side-by-side.py" "$logs" >> "$summary" 2>&1 || true
 fi
 
-if has osu && [ -n "${OMB_DIR:-}" ] && [ -d "$OMB_DIR" ]; then
+if [ -n "${OMB_DIR:-}" ] && [ -d "$OMB_DIR" ] && has osu 40; then
   pt=$OMB_DIR/c/mpi/pt2pt/standard
   [ -d "$pt" ] || pt=$OMB_DIR/c/mpi/pt2pt
   for t in osu_latency osu_bw; do

@@ -10,6 +10,8 @@ case "$mpi" in
   openmpi)
     cmd=(mpiexec.openmpi --allow-run-as-root --oversubscribe --bind-to none -np "$np")
     [ "$mode" = cgdr ] && cmd+=(-x "LD_PRELOAD=$lib" -x CGDRTEST_PRELOADED=1)
+    # cgdr settings and the GPU selection of the test's environment reach every rank.
+    for v in $(compgen -e | grep -E '^(CGDR_|MV2_|CUDA_VISIBLE_DEVICES$)'); do cmd+=(-x "$v"); done
     ;;
   mpich)
     cmd=(mpiexec.mpich -n "$np")

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "base/cuda.hpp"
-#include "base/dtype.hpp"
 #include "mem/classify.hpp"
 #include "mem/gpu_copy.hpp"
 
@@ -14,9 +13,14 @@ namespace {
 base::Status packInto(const void* buf, int count, MPI_Datatype type, std::vector<char>& out) {
   int pos = 0;
   if (out.size() > INT_MAX) return base::Status(base::Errc::kUnsupported, "non-contiguous message over 2 GiB");
-  int rc = PMPI_Pack(buf, count, type, out.data(), static_cast<int>(out.size()), &pos, MPI_COMM_SELF);
-  if (rc != MPI_SUCCESS) return base::Status(base::Errc::kArgument, "MPI_Pack of the send buffer failed");
+  if (PMPI_Pack(buf, count, type, out.data(), static_cast<int>(out.size()), &pos, MPI_COMM_SELF) != MPI_SUCCESS)
+    return base::Status(base::Errc::kArgument, "MPI_Pack of the send buffer failed");
   return base::Status::ok();
+}
+
+base::Result<mem::MemInfo> where(const void* p, std::size_t n) {
+  if (!n || !base::cuda::usable()) return mem::MemInfo{};
+  return mem::classify(p, n);
 }
 
 }  // namespace
@@ -24,48 +28,60 @@ base::Status packInto(const void* buf, int count, MPI_Datatype type, std::vector
 base::Result<SendData> SendData::prepare(const void* buf, int count, MPI_Datatype type) {
   SendData d;
   if (count <= 0) return d;
-  base::Span s = base::spanOf(count, type);
-  d.size_ = s.dataBytes;
+  d.buf_ = buf;
+  d.count_ = count;
+  d.type_ = type;
+  d.span_ = base::spanOf(count, type);
+  d.size_ = d.span_.dataBytes;
   if (d.size_ == 0) return d;
-  mem::MemInfo m;
-  if (base::cuda::usable()) {
-    auto c = mem::classify(base::spanStart(buf, s), s.bytes);
-    if (!c.isOk()) return c.status();
-    m = c.value();
-  }
-  if (!m.onGpu()) {
-    if (s.contiguous) {
-      d.ptr_ = static_cast<const char*>(base::spanStart(buf, s));
-      return d;
-    }
-    d.packed_.resize(d.size_);
-    base::Status st = packInto(buf, count, type, d.packed_);
-    if (!st.isOk()) return st;
-    d.ptr_ = d.packed_.data();
+  auto m = where(base::spanStart(buf, d.span_), d.span_.bytes);
+  if (!m.isOk()) return m.status();
+  d.mem_ = m.value();
+  if (d.mem_.onGpu()) {
+    if (d.span_.contiguous) d.gpuPtr_ = static_cast<const char*>(base::spanStart(buf, d.span_));
     return d;
   }
-  auto staged = channel::net::StagedSpan::make(buf, s, m.device);
-  if (!staged.isOk()) return staged.status();
-  d.staged_ = std::make_unique<channel::net::StagedSpan>(std::move(staged.value()));
-  base::Status st = mem::copySync(d.staged_->hostStart(), d.staged_->gpuStart(), s.bytes, m.device, mem::CopyDir::kToHost);
-  if (!st.isOk()) return st;
-  if (s.contiguous) {
-    d.ptr_ = static_cast<const char*>(d.staged_->hostStart());
+  if (d.span_.contiguous) {
+    d.ptr_ = static_cast<const char*>(base::spanStart(buf, d.span_));
     return d;
   }
   d.packed_.resize(d.size_);
-  st = packInto(d.staged_->mpiBuf(), count, type, d.packed_);
+  base::Status st = packInto(buf, count, type, d.packed_);
   if (!st.isOk()) return st;
-  d.staged_.reset();
   d.ptr_ = d.packed_.data();
   return d;
 }
 
-void SendData::detach() {
-  if (size_ == 0 || (!packed_.empty() && ptr_ == packed_.data())) return;
-  packed_.assign(ptr_, ptr_ + size_);
+base::Result<const char*> SendData::hostView() {
+  if (ptr_ || size_ == 0) return ptr_;
+  auto staged = channel::net::StagedSpan::make(buf_, span_, mem_.device);
+  if (!staged.isOk()) return staged.status();
+  staged_ = std::make_unique<channel::net::StagedSpan>(std::move(staged.value()));
+  base::Status st =
+      mem::copySync(staged_->hostStart(), staged_->gpuStart(), span_.bytes, mem_.device, mem::CopyDir::kToHost);
+  if (!st.isOk()) return st;
+  if (span_.contiguous) {
+    ptr_ = static_cast<const char*>(staged_->hostStart());
+    return ptr_;
+  }
+  packed_.resize(size_);
+  st = packInto(staged_->mpiBuf(), count_, type_, packed_);
+  if (!st.isOk()) return st;
+  staged_.reset();
+  ptr_ = packed_.data();
+  return ptr_;
+}
+
+base::Status SendData::detach() {
+  if (size_ == 0) return base::Status::ok();
+  auto v = hostView();
+  if (!v.isOk()) return v.status();
+  if (packed_.empty() || ptr_ != packed_.data()) packed_.assign(ptr_, ptr_ + size_);
   ptr_ = packed_.data();
   staged_.reset();
+  gpuPtr_ = nullptr;
+  mem_ = mem::MemInfo{};  // a host copy now
+  return base::Status::ok();
 }
 
 base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype type) {
@@ -79,36 +95,34 @@ base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype 
   t.typeSize_ = t.cap_ > 0 ? t.cap_ / static_cast<std::size_t>(count) : 1;
   if (t.cap_ == 0) return t;
   t.contiguous_ = t.span_.contiguous;
-  mem::MemInfo m;
-  if (base::cuda::usable()) {
-    auto c = mem::classify(base::spanStart(buf, t.span_), t.span_.bytes);
-    if (!c.isOk()) return c.status();
-    m = c.value();
-  }
-  t.gpu_ = m.onGpu();
-  t.device_ = m.device;
-  if (!t.gpu_ && t.contiguous_) {
-    t.land_ = static_cast<char*>(const_cast<void*>(base::spanStart(buf, t.span_)));
-    return t;
-  }
-  t.direct_ = false;
-  if (!t.gpu_) {
-    t.temp_.resize(t.cap_);
-    t.land_ = t.temp_.data();
-    return t;
-  }
-  base::Span packed;
-  packed.bytes = t.cap_;
-  packed.dataBytes = t.cap_;
-  auto land = channel::net::StagedSpan::make(buf, packed, m.device);
-  if (!land.isOk()) return land.status();
-  t.landingStage_ = std::make_unique<channel::net::StagedSpan>(std::move(land.value()));
-  t.land_ = static_cast<char*>(t.landingStage_->hostStart());
+  t.start_ = static_cast<char*>(const_cast<void*>(base::spanStart(buf, t.span_)));
+  auto m = where(t.start_, t.span_.bytes);
+  if (!m.isOk()) return m.status();
+  t.gpu_ = m.value().onGpu();
+  t.device_ = m.value().device;
+  if (!t.gpu_ && t.contiguous_) t.land_ = t.start_;
   return t;
 }
 
-base::Status RecvTarget::finish(std::size_t received) {
-  if (direct_ || received == 0) return base::Status::ok();
+char* RecvTarget::landing() {
+  if (land_ || cap_ == 0) return land_;
+  if (!gpu_) {
+    temp_.resize(cap_);
+    land_ = temp_.data();
+    return land_;
+  }
+  base::Span packed;
+  packed.bytes = cap_;
+  packed.dataBytes = cap_;
+  auto land = channel::net::StagedSpan::make(buf_, packed, device_);
+  if (!land.isOk()) return nullptr;
+  landingStage_ = std::make_unique<channel::net::StagedSpan>(std::move(land.value()));
+  land_ = static_cast<char*>(landingStage_->hostStart());
+  return land_;
+}
+
+base::Status RecvTarget::finish(std::size_t received, bool onHost) {
+  if (!onHost || received == 0 || land_ == start_) return base::Status::ok();
   if (!gpu_) {
     int pos = 0;
     int elements = static_cast<int>(received / typeSize_);
@@ -116,8 +130,7 @@ base::Status RecvTarget::finish(std::size_t received) {
       return base::Status(base::Errc::kArgument, "MPI_Unpack into the receive buffer failed");
     return base::Status::ok();
   }
-  if (contiguous_)
-    return mem::copySync(const_cast<void*>(base::spanStart(buf_, span_)), land_, received, device_, mem::CopyDir::kToDevice);
+  if (contiguous_) return mem::copySync(start_, land_, received, device_, mem::CopyDir::kToDevice);
   // Holes keep the GPU's bytes: mirror the span, unpack into the mirror, copy it back.
   auto mirror = channel::net::StagedSpan::make(buf_, span_, device_);
   if (!mirror.isOk()) return mirror.status();

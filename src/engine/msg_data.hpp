@@ -1,7 +1,8 @@
-// The bytes of an engine message on each side. The sender's packed bytes sit in host memory a
-// peer can copy from (the user's buffer when it is contiguous host memory; otherwise a packed or
-// staged copy). The receiver's landing area is the user's buffer when it is contiguous host
-// memory; otherwise bytes that finish() unpacks and/or copies to the GPU.
+// The bytes of an engine message on each side. The sender's data stays where it is: host
+// memory is read directly (packed first if it has holes); GPU memory is offered to the receiver
+// as is and copied to host memory only if the chosen channel needs it (hostView()). The
+// receiver's bytes land in the user's buffer when it is contiguous (host or GPU, depending on
+// the channel), otherwise in a landing area that finish() unpacks and/or copies to the GPU.
 #pragma once
 #include <mpi.h>
 
@@ -9,25 +10,37 @@
 #include <memory>
 #include <vector>
 
+#include "base/dtype.hpp"
 #include "base/status.hpp"
 #include "channel/net/staged_span.hpp"
+#include "mem/memtype.hpp"
 
 namespace cgdr::engine {
 
 class SendData {
  public:
-  // Classifies the buffer and makes its packed bytes available in host memory.
   static base::Result<SendData> prepare(const void* buf, int count, MPI_Datatype type);
   // Copies the bytes so the user's buffer can be reused at once (buffered sends).
-  void detach();
-  const char* bytes() const { return ptr_; }
+  base::Status detach();
   std::size_t size() const { return size_; }
+  const mem::MemInfo& mem() const { return mem_; }
+  bool contiguous() const { return span_.contiguous; }
+  // The packed bytes in host memory (GPU data is copied to host memory on the first call).
+  base::Result<const char*> hostView();
+  // The GPU bytes (GPU source, contiguous), for channels that copy GPU to GPU.
+  const char* gpuData() const { return gpuPtr_; }
 
  private:
-  const char* ptr_ = nullptr;
+  const void* buf_ = nullptr;
+  int count_ = 0;
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+  base::Span span_;
+  mem::MemInfo mem_;
   std::size_t size_ = 0;
+  const char* ptr_ = nullptr;     // host view, once there is one
+  const char* gpuPtr_ = nullptr;  // GPU source, contiguous
   std::vector<char> packed_;
-  std::unique_ptr<channel::net::StagedSpan> staged_;  // only for GPU buffers
+  std::unique_ptr<channel::net::StagedSpan> staged_;
 };
 
 class RecvTarget {
@@ -35,9 +48,15 @@ class RecvTarget {
   static base::Result<RecvTarget> prepare(void* buf, int count, MPI_Datatype type);
   // Packed bytes the receive can hold.
   std::size_t capacity() const { return cap_; }
-  char* landing() { return land_; }
-  // Delivers `received` bytes that are in landing() to the user's buffer.
-  base::Status finish(std::size_t received);
+  bool gpu() const { return gpu_; }
+  int device() const { return device_; }
+  bool contiguous() const { return contiguous_; }
+  // The contiguous destination itself (GPU or host memory), when there is one.
+  char* direct() const { return contiguous_ ? start_ : nullptr; }
+  // Host bytes to write the message into (the user's buffer for contiguous host memory).
+  char* landing();
+  // Delivers `received` bytes from landing() (onHost) or already at direct() (!onHost).
+  base::Status finish(std::size_t received, bool onHost = true);
 
  private:
   void* buf_ = nullptr;
@@ -45,8 +64,8 @@ class RecvTarget {
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   std::size_t cap_ = 0;
   std::size_t typeSize_ = 1;
+  char* start_ = nullptr;
   char* land_ = nullptr;
-  bool direct_ = true;   // landing is the user's buffer
   bool gpu_ = false;
   bool contiguous_ = true;
   int device_ = -1;

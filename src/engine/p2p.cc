@@ -1,4 +1,5 @@
 #include "engine/p2p.hpp"
+#include "sched/tracer.hpp"
 
 #include "base/cuda.hpp"
 #include "base/dtype.hpp"
@@ -99,6 +100,7 @@ Result<std::unique_ptr<base::Op>> engineSend(const base::SendArgs& a, const Comm
 // An engine receive (specific co-located source or wildcard); mixed wildcards also watch the
 // real MPI, and hold back later receives from remote peers.
 Result<std::unique_ptr<base::Op>> engineRecv(const base::RecvArgs& a, const CommInfo& c, bool mixed) {
+  if (a.peer >= 0) sched::tracer().count(c.world[a.peer], true);
   return ShmEngine::get()->irecv(a, c, mixed);
 }
 
@@ -106,6 +108,7 @@ Result<std::unique_ptr<base::Op>> engineRecv(const base::RecvArgs& a, const Comm
 int engineRecvBlocking(const base::RecvArgs& a, const CommInfo& c, bool mixed, MPI_Status* st) {
   ShmEngine& e = *ShmEngine::get();
   int rc = MPI_SUCCESS;
+  if (a.peer >= 0) sched::tracer().count(c.world[a.peer], false);
   if (!mixed && a.peer >= 0 && e.tryRecvNow(a, c, st, &rc)) return rc;
   auto target = RecvTarget::prepare(a.buf, a.count, a.type);
   if (!target.isOk()) return raise(a.comm, target.status());
@@ -186,6 +189,7 @@ Result<std::unique_ptr<base::Op>> makeRecv(const base::RecvArgs& a) {
 int isend(const base::SendArgs& a, MPI_Request* r) {
   const CommInfo* c;
   if (routeOf(a.comm, a.peer, &c) == Route::kEngine) {
+    sched::tracer().count(c->world[a.peer], true);
     auto op = engineSend(a, *c);
     if (!op.isOk()) return raiseOr(a.comm, op.status());
     *r = handles::add(std::move(op.value()));
@@ -207,6 +211,7 @@ int send(const base::SendArgs& a) {
   const CommInfo* c;
   if (routeOf(a.comm, a.peer, &c) == Route::kEngine) {
     int rc = MPI_SUCCESS;
+    sched::tracer().count(c->world[a.peer], false);
     if (ShmEngine::get()->trySendNow(a, *c, c->peer[a.peer], &rc)) return rc;
     auto op = engineSend(a, *c);
     if (!op.isOk()) return raise(a.comm, op.status());

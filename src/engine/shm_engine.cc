@@ -14,6 +14,7 @@
 #include "engine/msg_data.hpp"
 #include "engine/held.hpp"
 #include "engine/shm_ops.hpp"
+#include "sched/tracer.hpp"
 #include "topo/detect.hpp"
 
 namespace cgdr::engine {
@@ -37,11 +38,17 @@ base::Status ShmEngine::start(MPI_Comm world) {
   PMPI_Allreduce(&anyLocal, &some, 1, MPI_INT, MPI_MAX, world);
   if (!some) return base::Status::ok();  // nobody shares memory with anybody: no engine
   if (local.size() <= 1) local.clear();  // alone on its host: no peers, but the wire-up is collective
-  auto ep = shm::Endpoint::open(world, t.me.nonce, local, shm::configFromSettings());
+  shm::Config cfg = shm::configFromSettings();
+  auto ep = shm::Endpoint::open(world, t.me.nonce, local, cfg);
   if (!ep.isOk()) return ep.status();
+  auto gpu = GpuPaths::open(world, t.me.nonce, local, cfg.devSlots);  // collective too
   if (local.empty()) return base::Status::ok();
+  int worldSize = 1;
+  PMPI_Comm_size(world, &worldSize);
+  sched::tracer().resize(worldSize);
   auto* e = new ShmEngine;
   e->ep_ = std::move(ep.value());
+  e->gpu_ = std::move(gpu);
   e->eagerLimit_ = shm::eagerLimit();
   e->eagerCredit_ = shm::eagerCredit();
   e->outbound_.resize(local.size());
@@ -60,6 +67,21 @@ void ShmEngine::stop() {
              static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(s.rendezvous),
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pipelined),
              s.peakUnexpectedBytes);
+    std::string line;
+    for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
+      if (s.channel[c])
+        line += std::string(line.empty() ? "" : ", ") + sched::channelName(static_cast<sched::Channel>(c)) + " " +
+                std::to_string(s.channel[c]);
+    if (!line.empty()) CGDR_LOG(kWarn, kShm, "stats: channels: %s", line.c_str());
+    for (int b = 0; b < 65; ++b) {
+      if (!s.bySize[b]) continue;
+      line.clear();
+      for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
+        if (s.bySize[b] & (1u << c))
+          line += std::string(line.empty() ? "" : ",") + sched::channelName(static_cast<sched::Channel>(c));
+      unsigned long long lo = b == 0 ? 0 : 1ull << (b - 1), hi = b == 0 ? 0 : b == 64 ? ~0ull : (1ull << b) - 1;
+      CGDR_LOG(kWarn, kShm, "stats: sizes %llu..%llu: %s", lo, hi, line.c_str());
+    }
   }
   {
     std::lock_guard lock(e->mutex_);
@@ -101,6 +123,22 @@ void ShmEngine::expectData(shm::Peer& p, std::uint64_t msgId, ShmRecv* r) { data
 
 void ShmEngine::forgetData(shm::Peer& p, std::uint64_t msgId) { dataRecvs_.erase(dataKey(p, msgId)); }
 
+void ShmEngine::watchCopies(ShmRecv* r) {
+  if (std::find(copying_.begin(), copying_.end(), r) == copying_.end()) copying_.push_back(r);
+}
+
+void ShmEngine::unwatchCopies(ShmRecv* r) {
+  auto it = std::find(copying_.begin(), copying_.end(), r);
+  if (it != copying_.end()) copying_.erase(it);
+}
+
+void ShmEngine::countChannel(sched::Channel c, std::size_t bytes) {
+  ++stats_.channel[static_cast<int>(c)];
+  int bits = 0;
+  while (bits < 64 && (bytes >> bits)) ++bits;
+  stats_.bySize[bits] |= 1u << static_cast<int>(c);
+}
+
 bool ShmEngine::sendCtl(shm::Peer& p, const shm::CtlRecord& r) {
   auto& backlog = ctlBacklog_[p.local];
   if (backlog.empty() && p.ctlOut.push(r)) return true;
@@ -133,7 +171,10 @@ ShmRecv* ShmEngine::matchPosted(CtxQueues& q, int src, int tag) {
 base::Result<std::unique_ptr<base::Op>> ShmEngine::isend(const base::SendArgs& a, const CommInfo& c, shm::Peer* p) {
   auto data = SendData::prepare(a.buf, a.count, a.type);
   if (!data.isOk()) return data.status();
-  if (a.mode == base::SendMode::kBuffered) data.value().detach();
+  if (a.mode == base::SendMode::kBuffered) {
+    base::Status st = data.value().detach();
+    if (!st.isOk()) return st;
+  }
   std::lock_guard lock(mutex_);
   auto op = std::make_unique<ShmSend>(*this, *p, a, c, std::move(data.value()));
   if (outbound_[p->local].empty() && op->tryPost()) return std::unique_ptr<base::Op>(std::move(op));
@@ -295,8 +336,9 @@ void ShmEngine::breakPeer(shm::Peer& p, const char* why) {
 bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
   bool eager = h.type == static_cast<std::uint16_t>(shm::RecType::kEager);
   bool rts = h.type == static_cast<std::uint16_t>(shm::RecType::kRts);
+  bool gpu = rts && (h.flags & shm::kFlagGpu);
   if ((!eager && !rts) || h.ctx < 0 || h.tag < 0 || h.seq != p.seqIn ||
-      (eager && h.len < sizeof(shm::MsgHeader) + h.size)) {
+      (eager && h.len < sizeof(shm::MsgHeader) + h.size) || (gpu && h.len < sizeof(shm::MsgHeader) + sizeof(GpuOffer))) {
     breakPeer(p, "malformed or out-of-order message record");
     return false;
   }
@@ -317,6 +359,8 @@ bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
   env.rts = rts;
   env.sync = (h.flags & shm::kFlagSync) != 0;
   const char* payload = reinterpret_cast<const char*>(&h + 1);
+  env.gpu = gpu;
+  if (gpu) std::memcpy(&env.offer, payload, sizeof env.offer);
   CtxQueues& q = queuesOf(h.ctx);
   if (ShmRecv* r = c ? matchPosted(q, h.src, h.tag) : nullptr) {
     if (rts) r->startRendezvous(p, env);
@@ -383,6 +427,22 @@ bool ShmEngine::drainControl(shm::Peer& p) {
       it->second->onData(p, c.chunk, c.offset, c.len);
       continue;
     }
+    if (type == shm::CtlType::kDevData) {
+      auto it = dataRecvs_.find(dataKey(p, c.msgId));
+      if (it == dataRecvs_.end()) {
+        breakPeer(p, "device data for an unknown message");
+        return true;
+      }
+      it->second->onDevData(p, c);
+      continue;
+    }
+    if (type == shm::CtlType::kAbortSend) {  // the sender's side of a stream failed
+      auto it = dataRecvs_.find(dataKey(p, c.msgId));
+      if (it != dataRecvs_.end())
+        it->second->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
+                                                             " could not copy the message's GPU data"));
+      continue;
+    }
     if (type == shm::CtlType::kCancelReq) {
       answerCancel(p, c.msgId);
       continue;
@@ -395,7 +455,11 @@ bool ShmEngine::drainControl(shm::Peer& p) {
     }
     ShmSend* s = it->second;
     switch (type) {
-      case shm::CtlType::kCts: s->onCts(c.len); if (!s->finished()) streaming_.push_back(s); break;
+      case shm::CtlType::kCts: s->onCts(c.len, c.mode); if (!s->finished()) streaming_.push_back(s); break;
+      case shm::CtlType::kAbortRecv:
+        s->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
+                                                    " could not copy the message's GPU data"));
+        break;
       case shm::CtlType::kFin: s->onFin(); break;
       case shm::CtlType::kAck: s->onAck(); break;
       case shm::CtlType::kCancelOk: s->onCancelReply(true); break;
@@ -493,6 +557,14 @@ bool ShmEngine::step() {
     if (p->dead) continue;
     any = drainControl(*p) | any;
     any = drainMessages(*p) | any;
+  }
+  if (!copying_.empty()) {
+    std::vector<ShmRecv*> now = copying_;
+    for (ShmRecv* r : now)
+      if (r->pollCopies()) {
+        unwatchCopies(r);
+        any = true;
+      }
   }
   flushCtl();
   pumpSends();

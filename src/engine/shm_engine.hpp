@@ -19,6 +19,8 @@
 #include "base/status.hpp"
 #include "channel/shm/endpoint.hpp"
 #include "engine/comm_table.hpp"
+#include "engine/gpu_paths.hpp"
+#include "sched/select.hpp"
 
 namespace cgdr::engine {
 
@@ -35,6 +37,8 @@ struct Unexpected {
   std::uint64_t addr = 0;
   bool rts = false, sync = false;
   bool probed = false;     // a probe reported it: its send can no longer be cancelled
+  bool gpu = false;        // rendezvous of GPU bytes, with the sender's offer
+  GpuOffer offer;
   std::vector<char> data;  // eager payload
 };
 
@@ -87,6 +91,13 @@ class ShmEngine {
   bool sendCtl(channel::shm::Peer& p, const channel::shm::CtlRecord& r);
   void addPending(int n) { pending_.fetch_add(n, std::memory_order_relaxed); }
   void expectData(channel::shm::Peer& p, std::uint64_t msgId, ShmRecv* r);
+  // Receives with GPU copies in flight, polled by every step.
+  void watchCopies(ShmRecv* r);
+  void unwatchCopies(ShmRecv* r);
+  // The GPU paths (nullptr in a build without CUDA paths).
+  GpuPaths* gpu() { return gpu_.get(); }
+  // Which channel served a message (CGDR_STATS).
+  void countChannel(sched::Channel c, std::size_t bytes);
   void forgetData(channel::shm::Peer& p, std::uint64_t msgId);
   // Buffered sends keep running after the user's call returned.
   void adopt(std::unique_ptr<base::Op> op);
@@ -125,6 +136,8 @@ class ShmEngine {
 
   static ShmEngine* instance_;
   std::unique_ptr<channel::shm::Endpoint> ep_;
+  std::unique_ptr<GpuPaths> gpu_;  // after ep_: unregisters the segments before they are unmapped
+  std::vector<ShmRecv*> copying_;
   std::recursive_mutex mutex_;
   std::unordered_map<int, CtxQueues> queues_;
   std::unordered_map<std::uint64_t, ShmSend*> sends_;               // in flight, by msgId
@@ -144,6 +157,8 @@ class ShmEngine {
   struct Stats {
     std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pipelined = 0;
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;
+    std::uint64_t channel[static_cast<int>(sched::Channel::kCount)] = {};
+    std::uint32_t bySize[65] = {};  // per bit length of the size: channels seen (bit mask)
   } stats_;
 
  public:

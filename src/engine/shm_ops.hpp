@@ -3,16 +3,36 @@
 //   rendezvous: envelope (RTS) first; the receiver, once matched, either copies the data itself
 //               (process_vm_readv, then FIN) or answers CTS, and the sender streams the bytes
 //               through its bulk chunks (DATA records), the receiver copying them out as they come.
+// GPU messages always rendezvous (unless CGDR_CUDA_EAGER_LIMIT says otherwise) with an offer after
+// the envelope (gpu_paths.hpp); the receiver picks the channel (sched::select):
+//   cuda-ipc / cuda-vmm-zc: it pulls the bytes straight from the sender's buffer (one copy), then FIN;
+//   cuda-vmm-stage: CTS(dev ring): the sender copies blocks into its cuMem ring (DEVDATA records),
+//                   the receiver pulls each over NVLink while the sender fills the next;
+//   host pipeline:  CTS(host chunks): GPU sides copy asynchronously to/from the page-locked chunks
+//                   (cuda-staged: the sender's D2H of one block overlaps the receiver's H2D of another).
+// Either side may abort a stream whose copy failed (ABORT records).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <memory>
 
 #include "base/msg.hpp"
 #include "base/op.hpp"
+#include "engine/gpu_paths.hpp"
 #include "engine/msg_data.hpp"
 #include "engine/shm_engine.hpp"
+#include "mem/gpu_copy.hpp"
+#include "sched/select.hpp"
 
 namespace cgdr::engine {
+
+// One block on its way (an asynchronous GPU copy and the chunk or ring slot it uses).
+struct CopyBlock {
+  mem::GpuCopy copy;
+  std::uint32_t slot = 0;
+  bool devSlot = false;  // a block of a cuMem ring, else a host chunk (or nothing: pulls)
+  std::uint64_t offset = 0, len = 0;
+};
 
 class ShmSend final : public base::Op {
  public:
@@ -24,7 +44,7 @@ class ShmSend final : public base::Op {
   // Engine side (engine mutex held).
   bool tryPost();
   bool pump();
-  void onCts(std::uint64_t len);
+  void onCts(std::uint64_t len, std::uint64_t mode);
   void onFin();
   void onAck();
   void onCancelReply(bool withdrawn);
@@ -37,6 +57,9 @@ class ShmSend final : public base::Op {
  private:
   enum class State { kQueued, kWaitAck, kWaitCts, kStreaming, kDone };
   void finish();
+  bool pumpHost();
+  bool pumpAsync();
+  void abort(const base::Status& s);
 
   ShmEngine& e_;
   channel::shm::Peer& peer_;
@@ -45,6 +68,10 @@ class ShmSend final : public base::Op {
   base::SendMode mode_;
   std::uint64_t msgId_ = 0;
   std::uint64_t toSend_ = 0, sent_ = 0;
+  bool devRing_ = false;  // streaming through the cuMem ring (else host chunks)
+  bool async_ = false;    // GPU source copied block by block with the copy engine
+  GpuPaths::Ring ring_;
+  std::deque<CopyBlock> inflight_;
   State state_ = State::kQueued;
   bool cancelPending_ = false;
   bool counted_ = false;
@@ -68,6 +95,9 @@ class ShmRecv final : public base::Op {
   void deliverEager(channel::shm::Peer& from, const Unexpected& env, const char* payload);
   void startRendezvous(channel::shm::Peer& from, const Unexpected& env);
   void onData(channel::shm::Peer& from, std::uint32_t chunk, std::uint64_t offset, std::uint64_t len);
+  void onDevData(channel::shm::Peer& from, const channel::shm::CtlRecord& r);
+  // Retires finished GPU copies; true once none is in flight.
+  bool pollCopies();
   void fail(const base::Status& s);
   // Mixed MPI_ANY_SOURCE: tries to take a message from the real MPI; true if it did.
   bool probeReal();
@@ -79,6 +109,10 @@ class ShmRecv final : public base::Op {
   void complete(std::size_t received, std::size_t size);
   void finalize();
   void setEnvelope(int src, int tag);
+  bool startPull(channel::shm::Peer& from, const Unexpected& env, sched::Channel ch);
+  void sendCts(channel::shm::Peer& from, channel::shm::StreamMode mode);
+  bool chooseDestination(bool async);
+  void abort(const base::Status& s);
 
   ShmEngine& e_;
   base::RecvArgs args_;
@@ -91,6 +125,12 @@ class ShmRecv final : public base::Op {
   channel::shm::Peer* source_ = nullptr;  // the co-located source of a specific-source receive
   std::uint64_t msgId_ = 0;
   std::size_t size_ = 0, expect_ = 0, got_ = 0;
+  char* dst_ = nullptr;     // where the bytes go: the user's contiguous buffer or the landing area
+  bool dstOnHost_ = true;   // finish() must unpack / copy the landing area
+  bool dstAsync_ = false;   // host chunks are copied to a GPU destination with the copy engine
+  bool pulling_ = false;    // one copy from the sender's buffer, then FIN
+  int device_ = -1;         // the GPU this rank copies with
+  std::deque<CopyBlock> inflight_;
   std::unique_ptr<base::Op> real_;  // mixed: the real MPI's receive of the message it matched
 };
 

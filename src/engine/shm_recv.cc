@@ -10,6 +10,7 @@
 #include "engine/real_op.hpp"
 #include "engine/shm_ops.hpp"
 #include "mem/classify.hpp"
+#include "sched/tracer.hpp"
 
 namespace cgdr::engine {
 namespace shm = channel::shm;
@@ -44,6 +45,7 @@ ShmRecv::~ShmRecv() {
   std::lock_guard lock(e_.mutex());
   if (state_ == State::kPosted) e_.unpost(this);
   if (state_ == State::kReceiving && from_) e_.forgetData(*from_, msgId_);
+  e_.unwatchCopies(this);
   if (mixed_) e_.dropFromOrder(this);
   if (state_ != State::kDone) e_.addPending(-1);
 }
@@ -61,7 +63,7 @@ void ShmRecv::complete(std::size_t received, std::size_t size) {
 
 void ShmRecv::finalize() {
   std::size_t received = got_, size = size_;
-  base::Status st = target_.finish(received);
+  base::Status st = target_.finish(received, dstOnHost_);
   PMPI_Status_set_elements_x(&status, MPI_BYTE, static_cast<MPI_Count>(received));
   if (!st.isOk()) {
     error = MPI_ERR_OTHER;
@@ -91,23 +93,27 @@ void ShmRecv::deliverEager(shm::Peer& from, const Unexpected& env, const char* p
   complete(n, env.size);
 }
 
-void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
-  setEnvelope(env.src, env.tag);
-  from_ = &from;
-  msgId_ = env.msgId;
-  size_ = env.size;
-  expect_ = std::min(env.size, target_.capacity());
-  shm::CtlRecord r{};
-  r.msgId = env.msgId;
-  r.len = expect_;
-  if (from.cma && env.addr && readPeer(from.pid, env.addr, target_.landing(), expect_)) {
-    r.type = static_cast<std::uint32_t>(shm::CtlType::kFin);
-    e_.sendCtl(from, r);
-    ++e_.stats().singleCopy;
-    complete(expect_, size_);
-    return;
+// Where the bytes go. With async GPU copies a contiguous GPU buffer is written directly;
+// otherwise host bytes land in the user's contiguous host buffer or the landing area.
+bool ShmRecv::chooseDestination(bool async) {
+  device_ = target_.gpu() ? target_.device() : -1;
+  dstAsync_ = async && target_.gpu() && target_.contiguous();
+  if (dstAsync_) {
+    dst_ = target_.direct();
+    dstOnHost_ = false;
+  } else {
+    dst_ = target_.landing();
+    dstOnHost_ = true;
   }
+  return dst_ != nullptr || expect_ == 0;
+}
+
+void ShmRecv::sendCts(shm::Peer& from, shm::StreamMode mode) {
+  shm::CtlRecord r{};
   r.type = static_cast<std::uint32_t>(shm::CtlType::kCts);
+  r.msgId = msgId_;
+  r.len = expect_;
+  r.mode = static_cast<std::uint64_t>(mode);
   e_.sendCtl(from, r);
   ++e_.stats().pipelined;
   state_ = State::kReceiving;
@@ -118,24 +124,185 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
   e_.expectData(from, msgId_, this);
 }
 
+// One copy straight from the sender's buffer (cuda-ipc, cuda-vmm-zc); false if it cannot be reached.
+bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel ch) {
+  GpuPaths* paths = e_.gpu();
+  if (!paths || expect_ == 0 || !chooseDestination(true)) return false;
+  if (device_ < 0) device_ = paths->homeDevice();  // a host receive copies with this rank's GPU
+  void* src = paths->pullSource(from.worldRank, env.offer, ch, device_);
+  if (!src) return false;
+  CopyBlock b;
+  b.len = expect_;
+  base::Status st = b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost);
+  if (!st.isOk()) {
+    CGDR_LOG(kWarn, kCuda, "%s copy from rank %d failed (%s): taking another channel", sched::channelName(ch),
+             from.worldRank, st.message().c_str());
+    return false;
+  }
+  inflight_.push_back(std::move(b));
+  pulling_ = true;
+  state_ = State::kReceiving;
+  e_.watchCopies(this);
+  e_.countChannel(ch, size_);
+  ++e_.stats().singleCopy;
+  return true;
+}
+
+void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
+  setEnvelope(env.src, env.tag);
+  from_ = &from;
+  msgId_ = env.msgId;
+  size_ = env.size;
+  expect_ = std::min(env.size, target_.capacity());
+  GpuPaths* paths = e_.gpu();
+  sched::Query q{paths ? paths->peerClass(from.worldRank) : sched::PeerClass::kSameNamespace,
+                 env.gpu ? static_cast<mem::MemKind>(env.offer.kind) : mem::MemKind::kHost,
+                 target_.gpu() ? sched::Dst::kGpu : sched::Dst::kHost, expect_,
+                 sched::tracer().pattern(from.worldRank), sched::Caps{}};
+  if (env.gpu) {
+    if (paths) q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
+    sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
+    if ((ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) && startPull(from, env, ch)) return;
+    bool ring = ch == sched::Channel::kCudaVmmStage ||
+                ((ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) && q.caps.vmmStage);
+    if (!chooseDestination(true)) {
+      abort(base::Status(base::Errc::kNoMemory, "no landing memory for a GPU message"));
+      return;
+    }
+    e_.countChannel(ring ? sched::Channel::kCudaVmmStage : sched::Channel::kHostPipe, size_);
+    sendCts(from, ring ? shm::StreamMode::kDevRing : shm::StreamMode::kHostChunks);
+    return;
+  }
+  q.caps.cma = from.cma && env.addr;
+  sched::Channel ch = sched::select(sched::table(), q);
+  if (ch == sched::Channel::kCma && chooseDestination(false) && expect_ &&
+      readPeer(from.pid, env.addr, dst_, expect_)) {
+    shm::CtlRecord r{};
+    r.type = static_cast<std::uint32_t>(shm::CtlType::kFin);
+    r.msgId = msgId_;
+    r.len = expect_;
+    e_.sendCtl(from, r);
+    ++e_.stats().singleCopy;
+    e_.countChannel(sched::Channel::kCma, size_);
+    complete(expect_, size_);
+    return;
+  }
+  if (!chooseDestination(true)) {
+    abort(base::Status(base::Errc::kNoMemory, "no landing memory for a message"));
+    return;
+  }
+  e_.countChannel(sched::Channel::kHostPipe, size_);
+  sendCts(from, shm::StreamMode::kHostChunks);
+}
+
 void ShmRecv::onData(shm::Peer& from, std::uint32_t chunk, std::uint64_t offset, std::uint64_t len) {
   shm::Endpoint& ep = e_.endpoint();
-  if (state_ != State::kReceiving || chunk >= ep.geometry().chunks || len > ep.geometry().chunkBytes ||
+  if (state_ != State::kReceiving || pulling_ || chunk >= ep.geometry().chunks || len > ep.geometry().chunkBytes ||
       offset + len > expect_ || offset + len < offset) {
     fail(base::Status(base::Errc::kProtocol, "malformed data record from rank " + std::to_string(from.worldRank)));
     return;
   }
-  std::memcpy(target_.landing() + offset, ep.peerChunk(from, chunk), len);
+  const char* src = ep.peerChunk(from, chunk);
+  if (dstAsync_) {  // host chunk -> GPU buffer with the copy engine; the chunk is released when it is done
+    if (GpuPaths* paths = e_.gpu()) paths->pin(ep.chunkRegion(from), ep.chunkRegionBytes());
+    CopyBlock b;
+    b.slot = chunk;
+    b.offset = offset;
+    b.len = len;
+    base::Status st = b.copy.start(dst_ + offset, src, len, device_, mem::CopyDir::kToDevice);
+    if (!st.isOk()) {
+      abort(st);
+      return;
+    }
+    inflight_.push_back(std::move(b));
+    e_.watchCopies(this);
+    return;
+  }
+  std::memcpy(dst_ + offset, src, len);
   ep.releasePeerChunk(from, chunk);
   got_ += len;
-  if (got_ == expect_) {
+  if (got_ == expect_ && inflight_.empty()) {
     e_.forgetData(from, msgId_);
     complete(got_, size_);
   }
 }
 
+void ShmRecv::onDevData(shm::Peer& from, const shm::CtlRecord& r) {
+  shm::Endpoint& ep = e_.endpoint();
+  GpuPaths* paths = e_.gpu();
+  if (state_ != State::kReceiving || pulling_ || r.chunk >= ep.geometry().devSlots || r.offset + r.len > expect_ ||
+      r.offset + r.len < r.offset || r.slotOffset + r.len < r.slotOffset || !paths) {
+    fail(base::Status(base::Errc::kProtocol, "malformed device data record from rank " + std::to_string(from.worldRank)));
+    return;
+  }
+  if (device_ < 0) device_ = paths->homeDevice();
+  char* ring = static_cast<char*>(paths->peerRing(from.worldRank, r.ring, r.slotOffset + r.len, device_));
+  if (!ring) {
+    abort(base::Status(base::Errc::kCuda, "cannot map the cuMem staging ring of rank " + std::to_string(from.worldRank)));
+    return;
+  }
+  CopyBlock b;
+  b.slot = r.chunk;
+  b.devSlot = true;
+  b.offset = r.offset;
+  b.len = r.len;
+  base::Status st = b.copy.start(dst_ + r.offset, ring + r.slotOffset, r.len, device_,
+                                 dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost);
+  if (!st.isOk()) {
+    abort(st);
+    return;
+  }
+  inflight_.push_back(std::move(b));
+  e_.watchCopies(this);
+}
+
+bool ShmRecv::pollCopies() {
+  shm::Endpoint& ep = e_.endpoint();
+  while (!inflight_.empty() && inflight_.front().copy.done()) {
+    CopyBlock& b = inflight_.front();
+    if (!b.copy.error().isOk()) {
+      base::Status st = b.copy.error();
+      inflight_.clear();
+      abort(st);
+      return true;
+    }
+    if (!pulling_ && from_) {
+      if (b.devSlot) ep.releasePeerDevSlot(*from_, b.slot);
+      else ep.releasePeerChunk(*from_, b.slot);
+    }
+    got_ += b.len;
+    inflight_.pop_front();
+  }
+  if (!inflight_.empty()) return false;
+  if (state_ != State::kReceiving) return true;
+  if (pulling_) {
+    shm::CtlRecord r{};
+    r.type = static_cast<std::uint32_t>(shm::CtlType::kFin);
+    r.msgId = msgId_;
+    r.len = expect_;
+    e_.sendCtl(*from_, r);
+    complete(expect_, size_);
+  } else if (got_ == expect_) {
+    e_.forgetData(*from_, msgId_);
+    complete(got_, size_);
+  }
+  return true;
+}
+
+void ShmRecv::abort(const base::Status& s) {
+  if (from_) {
+    shm::CtlRecord r{};
+    r.type = static_cast<std::uint32_t>(shm::CtlType::kAbortRecv);
+    r.msgId = msgId_;
+    e_.sendCtl(*from_, r);
+  }
+  if (state_ == State::kPosted) state_ = State::kReceiving;  // matched already
+  fail(s);
+}
+
 void ShmRecv::fail(const base::Status& s) {
   if (state_ == State::kDone) return;
+  e_.unwatchCopies(this);
   if (state_ == State::kPosted) e_.unpost(this);
   if (state_ == State::kReceiving && from_) e_.forgetData(*from_, msgId_);
   error = MPI_ERR_OTHER;

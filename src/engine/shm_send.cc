@@ -3,6 +3,7 @@
 #include "base/errors.hpp"
 #include "base/log.hpp"
 #include "engine/shm_ops.hpp"
+#include "sched/tracer.hpp"
 
 namespace cgdr::engine {
 namespace shm = channel::shm;
@@ -33,23 +34,50 @@ bool ShmSend::tryPost() {
   std::lock_guard producer(peer_.sendLock);
   std::size_t n = data_.size();
   bool sync = mode_ == base::SendMode::kSync;
-  bool eager = n <= shm::eagerLimit() && peer_.eagerSent + n - peer_.out.consumed() <= shm::eagerCredit();
-  auto* h = peer_.out.reserve(static_cast<std::uint32_t>(sizeof(shm::MsgHeader) + (eager ? n : 0)));
+  bool gpu = n > 0 && data_.mem().onGpu();
+  bool fits = n <= shm::eagerLimit() && peer_.eagerSent + n - peer_.out.consumed() <= shm::eagerCredit();
+  bool eager = fits;
+  GpuOffer offer;
+  GpuPaths* paths = e_.gpu();
+  if (gpu) {
+    sched::Query q{paths ? paths->peerClass(peer_.worldRank) : sched::PeerClass::kSameNamespace, data_.mem().kind,
+                   sched::Dst::kUnknown, n, sched::tracer().pattern(peer_.worldRank),
+                   paths ? paths->senderCaps(peer_.worldRank) : sched::Caps{}};
+    q.caps.contiguous = data_.contiguous();
+    eager = fits && sched::select(sched::table(), q) == sched::Channel::kEager;
+  }
+  const char* bytes = nullptr;
+  if (eager || !gpu) {  // host bytes: the ring's payload, or what the receiver may read in place
+    auto v = data_.hostView();
+    if (!v.isOk()) {
+      fail(v.status());
+      return true;
+    }
+    bytes = v.value();
+  } else {
+    offer.kind = static_cast<std::int32_t>(data_.mem().kind);
+    if (paths && data_.gpuData() && data_.mem().kind == mem::MemKind::kDevice)
+      paths->offer(peer_.worldRank, data_.gpuData(), n, data_.mem().device, &offer);
+  }
+  std::size_t payload = eager ? n : gpu ? sizeof(GpuOffer) : 0;
+  auto* h = peer_.out.reserve(static_cast<std::uint32_t>(sizeof(shm::MsgHeader) + payload));
   if (!h) return false;
   msgId_ = e_.newMsgId();
   h->type = static_cast<std::uint16_t>(eager ? shm::RecType::kEager : shm::RecType::kRts);
-  h->flags = sync ? shm::kFlagSync : 0;
+  h->flags = static_cast<std::uint16_t>((sync ? shm::kFlagSync : 0) | (gpu && !eager ? shm::kFlagGpu : 0));
   h->ctx = ctx_;
   h->src = src_;
   h->tag = tag_;
   h->seq = peer_.seqOut++;
   h->size = n;
   h->msgId = msgId_;
-  h->addr = eager ? 0 : reinterpret_cast<std::uint64_t>(data_.bytes());
-  if (eager && n) std::memcpy(h + 1, data_.bytes(), n);
+  h->addr = eager || gpu ? 0 : reinterpret_cast<std::uint64_t>(bytes);
+  if (eager && n) std::memcpy(h + 1, bytes, n);
+  if (!eager && gpu) std::memcpy(h + 1, &offer, sizeof offer);
   peer_.out.commit();
   if (eager) {
     ++e_.stats().eager;
+    e_.countChannel(sched::Channel::kEager, n);
     peer_.eagerSent += n;
     if (!sync) {
       finish();
@@ -65,13 +93,25 @@ bool ShmSend::tryPost() {
 }
 
 bool ShmSend::pump() {
+  if (state_ != State::kStreaming) return true;
+  return async_ ? pumpAsync() : pumpHost();
+}
+
+// Host bytes (GPU data copied to host memory first, when it could not be streamed block by block).
+bool ShmSend::pumpHost() {
   shm::Endpoint& ep = e_.endpoint();
   std::uint32_t chunkBytes = ep.geometry().chunkBytes;
+  auto v = data_.hostView();
+  if (!v.isOk()) {
+    abort(v.status());
+    return true;
+  }
+  const char* bytes = v.value();
   while (sent_ < toSend_) {
     int c = ep.takeChunk();
     if (c < 0) return false;
     std::uint64_t n = std::min<std::uint64_t>(chunkBytes, toSend_ - sent_);
-    std::memcpy(ep.chunk(c), data_.bytes() + sent_, n);
+    std::memcpy(ep.chunk(c), bytes + sent_, n);
     shm::CtlRecord r{};
     r.type = static_cast<std::uint32_t>(shm::CtlType::kData);
     r.chunk = static_cast<std::uint32_t>(c);
@@ -85,11 +125,79 @@ bool ShmSend::pump() {
   return true;
 }
 
-void ShmSend::onCts(std::uint64_t len) {
+// Device bytes, block by block with the copy engine: into the host chunks (cuda-staged) or the
+// cuMem ring (cuda-vmm-stage); each block is announced once its copy finished, so the copy of
+// the next block overlaps the receiver's copy of this one.
+bool ShmSend::pumpAsync() {
+  shm::Endpoint& ep = e_.endpoint();
+  while (!inflight_.empty() && inflight_.front().copy.done()) {
+    CopyBlock& b = inflight_.front();
+    if (!b.copy.error().isOk()) {
+      abort(b.copy.error());
+      return true;
+    }
+    shm::CtlRecord r{};
+    r.type = static_cast<std::uint32_t>(b.devSlot ? shm::CtlType::kDevData : shm::CtlType::kData);
+    r.chunk = b.slot;
+    r.msgId = msgId_;
+    r.offset = b.offset;
+    r.len = b.len;
+    if (b.devSlot) {
+      r.ring = ring_.id;
+      r.slotOffset = std::uint64_t{b.slot} * ring_.slotBytes;
+    }
+    e_.sendCtl(peer_, r);
+    inflight_.pop_front();
+  }
+  std::size_t block = devRing_ ? ring_.slotBytes : ep.geometry().chunkBytes;
+  int device = data_.mem().device;
+  while (sent_ < toSend_) {
+    int slot = devRing_ ? ep.takeDevSlot() : ep.takeChunk();
+    if (slot < 0) break;
+    CopyBlock b;
+    b.slot = static_cast<std::uint32_t>(slot);
+    b.devSlot = devRing_;
+    b.offset = sent_;
+    b.len = std::min<std::uint64_t>(block, toSend_ - sent_);
+    char* dst = devRing_ ? ring_.base + std::size_t(slot) * ring_.slotBytes : ep.chunk(slot);
+    base::Status st = b.copy.start(dst, data_.gpuData() + sent_, b.len, device,
+                                   devRing_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost);
+    if (!st.isOk()) {
+      abort(st);
+      return true;
+    }
+    sent_ += b.len;
+    inflight_.push_back(std::move(b));
+  }
+  if (sent_ == toSend_ && inflight_.empty()) {
+    finish();
+    return true;
+  }
+  return false;
+}
+
+void ShmSend::onCts(std::uint64_t len, std::uint64_t mode) {
   if (state_ != State::kWaitCts) return;
   toSend_ = std::min<std::uint64_t>(len, data_.size());
   state_ = State::kStreaming;
+  bool device = data_.mem().kind == mem::MemKind::kDevice && data_.gpuData();
+  GpuPaths* paths = e_.gpu();
+  devRing_ = device && paths && mode == static_cast<std::uint64_t>(shm::StreamMode::kDevRing) &&
+             paths->ring(peer_.worldRank, data_.mem().device, &ring_);
+  async_ = device;
+  if (async_ && !devRing_ && paths) {  // page-lock this rank's chunks once, for asynchronous copies
+    shm::Endpoint& ep = e_.endpoint();
+    paths->pin(ep.chunk(0), ep.chunkRegionBytes());
+  }
   pump();
+}
+
+void ShmSend::abort(const base::Status& s) {
+  shm::CtlRecord r{};
+  r.type = static_cast<std::uint32_t>(shm::CtlType::kAbortSend);
+  r.msgId = msgId_;
+  e_.sendCtl(peer_, r);
+  fail(s);
 }
 
 void ShmSend::onFin() {

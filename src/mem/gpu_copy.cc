@@ -20,7 +20,7 @@ constexpr int kMaxDevices = 64;
 
 struct Streams {
   std::mutex mutex;
-  cudaStream_t s[kMaxDevices][2] = {};
+  cudaStream_t s[kMaxDevices][3] = {};
   std::vector<cudaEvent_t> events;
 };
 
@@ -47,7 +47,7 @@ int normalize(int device) {
 base::Result<cudaStream_t> streamFor(int device, CopyDir dir) {
   Streams& st = streams();
   std::lock_guard lock(st.mutex);
-  cudaStream_t& s = st.s[device][dir == CopyDir::kToHost ? 0 : 1];
+  cudaStream_t& s = st.s[device][static_cast<int>(dir)];
   if (!s) {
     cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (e != cudaSuccess) return cudaFail("cudaStreamCreateWithFlags", e);
@@ -117,7 +117,7 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
   cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s.value());
   if (e != cudaSuccess) {
     giveEvent(ev.value());
-    return cudaFail(dir == CopyDir::kToHost ? "copy from GPU" : "copy to GPU", e);
+    return cudaFail(dir == CopyDir::kToHost ? "copy from GPU" : dir == CopyDir::kToDevice ? "copy to GPU" : "GPU to GPU copy", e);
   }
   e = cudaEventRecord(ev.value(), s.value());
   if (e != cudaSuccess) {

@@ -7,7 +7,8 @@
 
 namespace cgdr::mem {
 
-enum class CopyDir { kToHost, kToDevice };
+// Each direction has its own stream per device; kPeer is device-to-device (local or over NVLink).
+enum class CopyDir { kToHost, kToDevice, kPeer };
 
 // One asynchronous copy; completion is polled or waited for. Move-only.
 class GpuCopy {
@@ -26,6 +27,8 @@ class GpuCopy {
   // Blocks until finished; reports a failed copy.
   base::Status wait();
   bool pending() const { return event_ != nullptr; }
+  // The failure of a finished copy (ok while pending or after success).
+  const base::Status& error() const { return error_; }
 
  private:
   void* event_ = nullptr;  // cudaEvent_t

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #if CGDR_HAVE_CUDA
+#include <cuda.h>
 #include <cuda_runtime.h>
 #endif
 
@@ -21,10 +22,67 @@ void cudaOk(cudaError_t e, const char* what) {
     std::abort();
   }
 }
+
+// The driver's cuMem calls, reached through the runtime (no -lcuda).
+template <typename F>
+F entry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || !fn) {
+    std::fprintf(stderr, "rank %d: driver entry point %s not found\n", gRank, name);
+    std::abort();
+  }
+  return reinterpret_cast<F>(fn);
+}
+
+void cuOk(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "rank %d: %s failed (CUresult %d)\n", gRank, what, static_cast<int>(r));
+    std::abort();
+  }
+}
+
+// Exportable cuMem memory on the current device: create, reserve, map, allow access.
+void* vmmAlloc(std::size_t bytes, std::size_t* mapped, unsigned long long* handle) {
+  int dev = 0;
+  cudaOk(cudaGetDevice(&dev), "cudaGetDevice");
+  cudaOk(cudaFree(nullptr), "context");  // make sure the primary context exists
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  std::size_t gran = 0;
+  cuOk(entry<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity")(
+           &gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+       "cuMemGetAllocationGranularity");
+  std::size_t size = (bytes + gran - 1) / gran * gran;
+  CUmemGenericAllocationHandle h = 0;
+  cuOk(entry<decltype(&cuMemCreate)>("cuMemCreate")(&h, size, &prop, 0), "cuMemCreate");
+  CUdeviceptr p = 0;
+  cuOk(entry<decltype(&cuMemAddressReserve)>("cuMemAddressReserve")(&p, size, 0, 0, 0), "cuMemAddressReserve");
+  cuOk(entry<decltype(&cuMemMap)>("cuMemMap")(p, size, 0, h, 0), "cuMemMap");
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  cuOk(entry<decltype(&cuMemSetAccess)>("cuMemSetAccess")(p, size, &access, 1), "cuMemSetAccess");
+  *mapped = size;
+  *handle = h;
+  return reinterpret_cast<void*>(p);
+}
+
+void vmmFree(void* p, std::size_t size, unsigned long long h) {
+  cudaDeviceSynchronize();
+  auto d = reinterpret_cast<CUdeviceptr>(p);
+  entry<decltype(&cuMemUnmap)>("cuMemUnmap")(d, size);
+  entry<decltype(&cuMemRelease)>("cuMemRelease")(h);
+  entry<decltype(&cuMemAddressFree)>("cuMemAddressFree")(d, size);
+}
 #endif
 }  // namespace
 
-const char* name(Kind k) { return k == Kind::H ? "H" : k == Kind::D ? "D" : "M"; }
+const char* name(Kind k) { return k == Kind::H ? "H" : k == Kind::D ? "D" : k == Kind::M ? "M" : "V"; }
 
 bool gpuAvailable() {
 #if CGDR_HAVE_CUDA
@@ -47,6 +105,8 @@ Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
 #if CGDR_HAVE_CUDA
   else if (k == Kind::D) {
     cudaOk(cudaMalloc(&p_, alloc), "cudaMalloc");
+  } else if (k == Kind::V) {
+    p_ = vmmAlloc(alloc, &reserved_, &handle_);
   } else {
     cudaOk(cudaMallocManaged(&p_, alloc), "cudaMallocManaged");
   }
@@ -61,6 +121,7 @@ Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
 Buf::~Buf() {
   if (k_ == Kind::H) std::free(p_);
 #if CGDR_HAVE_CUDA
+  else if (k_ == Kind::V) vmmFree(p_, reserved_, handle_);
   else cudaFree(p_);
 #endif
 }
@@ -132,12 +193,31 @@ std::vector<std::pair<Kind, Kind>> kindPairs(int argc, char** argv) {
         if (spec == "all" || a != Kind::H || b != Kind::H) out.emplace_back(a, b);
     return out;
   }
-  auto kindOf = [](char c) { return c == 'D' ? Kind::D : c == 'M' ? Kind::M : Kind::H; };
+  auto kindOf = [](char c) { return c == 'D' ? Kind::D : c == 'M' ? Kind::M : c == 'V' ? Kind::V : Kind::H; };
   for (std::size_t i = 0; i + 1 < spec.size(); i += 3) out.emplace_back(kindOf(spec[i]), kindOf(spec[i + 1]));
   return out;
 }
 
 std::vector<std::size_t> sizes(int argc, char** argv) {
+  std::string list = arg(argc, argv, "--sizes", "");
+  if (!list.empty()) {  // "--sizes 0,1,8K+1,4M-1": around a channel's switch points and blocks
+    std::vector<std::size_t> out;
+    std::size_t pos = 0;
+    while (pos <= list.size()) {
+      std::size_t end = list.find(',', pos);
+      if (end == std::string::npos) end = list.size();
+      std::string item = list.substr(pos, end - pos);
+      char* rest = nullptr;
+      unsigned long long v = std::strtoull(item.c_str(), &rest, 0);
+      if (*rest == 'K') v <<= 10, ++rest;
+      else if (*rest == 'M') v <<= 20, ++rest;
+      if (*rest == '+') v += std::strtoull(rest + 1, nullptr, 0);
+      else if (*rest == '-') v -= std::strtoull(rest + 1, nullptr, 0);
+      out.push_back(static_cast<std::size_t>(v));
+      pos = end + 1;
+    }
+    return out;
+  }
   std::size_t cap = std::strtoull(arg(argc, argv, "--max-size", "0").c_str(), nullptr, 0);
   std::vector<std::size_t> all = {0, 1, 3, 4095, kBlock - 1, kBlock, kBlock + 1, (64u << 20) + 7};
   std::vector<std::size_t> out;

@@ -12,7 +12,9 @@
 
 namespace t {
 
-enum class Kind { H, D, M };
+// H host, D device (cudaMalloc), M managed, V device memory made with cuMemCreate and exportable
+// as a file descriptor (what PyTorch's expandable segments and NCCL use; shared without a copy).
+enum class Kind { H, D, M, V };
 const char* name(Kind k);
 
 // Byte `off` of the pattern identified by seed (use seedOf to make seeds).
@@ -49,9 +51,12 @@ class Buf {
   Kind k_;
   std::size_t n_;
   void* p_ = nullptr;
+  std::size_t reserved_ = 0;          // V: the mapped size
+  unsigned long long handle_ = 0;     // V: the allocation handle
 };
 
-// Parses "--kinds XY[,XY...]" or "all" (every pair) or "gpu" (every pair with a GPU side).
+// Parses "--kinds XY[,XY...]" or "all" (every pair of H, D, M) or "gpu" (those with a GPU side);
+// X and Y are H, D, M or V.
 // Returns the (sender, receiver) kind pairs; defaults to H->H.
 std::vector<std::pair<Kind, Kind>> kindPairs(int argc, char** argv);
 // Value of "--name value" or fallback.
@@ -71,7 +76,7 @@ int failures();
 int finish(const char* testName);
 
 // Message sizes every data test uses: 0, 1, 3, 4095, one block +-1, and 64 MiB + 7 (large
-// sizes can be capped with --max-size for quick runs).
+// sizes can be capped with --max-size for quick runs). "--sizes 0,1,8K+1,4M-1" replaces the list.
 std::vector<std::size_t> sizes(int argc, char** argv);
 constexpr std::size_t kBlock = 256 * 1024;
 

@@ -10,10 +10,12 @@
 
 namespace bench {
 
-enum class Loc { kHost, kDevice, kManaged };
-Loc parseLoc(const std::string& s);  // H/D/M or host/cuda/managed
-const char* locName(Loc l);          // HOST / DEVICE / MANAGED
-const char* locLetter(Loc l);        // H / D / M
+// kVmm: device memory from cuMemCreate, exportable as a file descriptor (as PyTorch's expandable
+// segments and NCCL allocate): co-located ranks can share it without a copy.
+enum class Loc { kHost, kDevice, kManaged, kVmm };
+Loc parseLoc(const std::string& s);  // H/D/M/V or host/cuda/managed/vmm
+const char* locName(Loc l);          // HOST / DEVICE / MANAGED / VMM
+const char* locLetter(Loc l);        // H / D / M / V
 
 struct Options {
   std::string test;
@@ -49,6 +51,8 @@ class Buffer {
 
  private:
   Loc loc_;
+  std::size_t mapped_ = 0;            // kVmm
+  unsigned long long handle_ = 0;     // kVmm
   void* p_ = nullptr;
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/config.hpp"
+#include "channel/gdrcopy/gdrcopy.hpp"
 #include "base/cuda.hpp"
 #include "base/log.hpp"
 #include "topo/detect.hpp"
@@ -45,7 +46,15 @@ std::string gpuText(int rank) {
   std::string p = "rank " + std::to_string(rank) + ": ";
   if (!cuda::usable()) return p + "GPU support off: " + cuda::whyUnusable() + "\n";
   std::string out = p + std::to_string(cuda::deviceCount()) + " GPU(s)\n";
-  for (int d = 0; d < cuda::deviceCount(); ++d) out += p + "  GPU " + std::to_string(d) + ": " + cuda::describeDevice(d) + "\n";
+  for (int d = 0; d < cuda::deviceCount(); ++d) {
+    out += p + "  GPU " + std::to_string(d) + ": " + cuda::describeDevice(d) + "\n";
+    out += p + "    cuMem fd sharing (cuda-vmm channels): " + (cuda::vmmFdSupported(d) ? "yes" : "no") + "\n";
+  }
+  namespace gdr = cgdr::channel::gdrcopy;
+  out += p + "gdrcopy: " +
+         (gdr::available() ? std::string("library and driver present, but cgdr's gdrcopy copy path is not implemented: not used")
+                           : "not used: " + gdr::whyNot()) +
+         "\n";
   return out;
 }
 

@@ -30,6 +30,8 @@ base::Setting<base::Bytes> gEager("CGDR_SHM_EAGER_LIMIT", "8K", "bytes",
 base::Setting<base::Bytes> gCredit("CGDR_SHM_EAGER_CREDIT", "1M", "bytes",
                                    "Unmatched eager bytes one sender may leave at a receiver before it switches to "
                                    "rendezvous (bounds unexpected-message memory).");
+base::Setting<long long> gDevSlots("CGDR_CUDA_STAGE_SLOTS", "8", "blocks",
+                                   "Blocks of each rank's cuMem staging ring (cuda-vmm-stage).");
 base::Setting<bool> gCma("CGDR_SHM_CMA", "1", "", "Single-copy large messages with process_vm_readv where a probe shows it works.");
 
 std::uint64_t gProbe = 0;  // read by peers to test single copy
@@ -62,6 +64,7 @@ Config configFromSettings() {
   c.ctlSlots = static_cast<std::uint32_t>(std::max<long long>(gCtl.get(), 16));
   c.chunks = static_cast<std::uint32_t>(std::max<long long>(gChunks.get(), 2));
   c.chunkBytes = static_cast<std::uint32_t>(std::max<std::size_t>(gChunkBytes.get().value, 4096) & ~std::size_t{63});
+  c.devSlots = static_cast<std::uint32_t>(std::max<long long>(gDevSlots.get(), 2));
   c.cma = gCma.get();
   return c;
 }
@@ -78,7 +81,8 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
   int me = 0, size = 0;
   PMPI_Comm_rank(world, &me);
   PMPI_Comm_size(world, &size);
-  ep->geo_ = {static_cast<std::uint32_t>(localWorld.size()), cfg.ringBytes, cfg.ctlSlots, cfg.chunks, cfg.chunkBytes};
+  ep->geo_ = {static_cast<std::uint32_t>(localWorld.size()), cfg.ringBytes, cfg.ctlSlots, cfg.chunks, cfg.chunkBytes,
+              cfg.devSlots};
   ep->byWorld_.assign(size, nullptr);
   const std::string& dir = base::shmDir();
   std::uint32_t myLocal = 0;
@@ -106,6 +110,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
       h->pid = static_cast<std::int32_t>(getpid());
       h->probeAddr = reinterpret_cast<std::uint64_t>(&gProbe);
       h->probeValue = gProbe;
+      h->reserved[1] = cfg.devSlots;
       ep->maps_.resize(localWorld.size());
       ep->maps_[myLocal] = std::move(mine.value());
     } else {
@@ -126,7 +131,8 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
       auto* h = static_cast<SegmentHeader*>(seg.value().data());
       if (h->magic != kSegmentMagic || h->nonce != nonce || h->version != kLayoutVersion ||
           h->worldRank != localWorld[i] || h->localCount != ep->geo_.localCount || h->ringBytes != cfg.ringBytes ||
-          h->ctlSlots != cfg.ctlSlots || h->chunks != cfg.chunks || h->chunkBytes != cfg.chunkBytes)
+          h->ctlSlots != cfg.ctlSlots || h->chunks != cfg.chunks || h->chunkBytes != cfg.chunkBytes ||
+          h->reserved[1] != cfg.devSlots)
         failure = base::Status(base::Errc::kProtocol, "segment of rank " + std::to_string(localWorld[i]) +
                                                           " does not match this job's layout (same CGDR_SHM_* settings?)");
       ep->maps_[i] = std::move(seg.value());
@@ -196,6 +202,25 @@ int Endpoint::takeChunk() {
     }
   }
   return -1;
+}
+
+int Endpoint::takeDevSlot() {
+  auto* flags = at<ChunkFlag>(mine_, geo_.devFlagsOffset());
+  for (std::uint32_t k = 0; k < geo_.devSlots; ++k) {
+    std::uint32_t c = (nextDevSlot_ + k) % geo_.devSlots;
+    auto busy = std::atomic_ref<std::uint32_t>(flags[c].busy);
+    if (busy.load(std::memory_order_acquire) == 0) {
+      busy.store(1, std::memory_order_relaxed);
+      nextDevSlot_ = c + 1;
+      return static_cast<int>(c);
+    }
+  }
+  return -1;
+}
+
+void Endpoint::releasePeerDevSlot(const Peer& p, std::uint32_t s) const {
+  auto* flags = at<ChunkFlag>(p.segment, geo_.devFlagsOffset());
+  std::atomic_ref<std::uint32_t>(flags[s].busy).store(0, std::memory_order_release);
 }
 
 void Endpoint::releasePeerChunk(const Peer& p, std::uint32_t c) const {

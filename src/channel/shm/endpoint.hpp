@@ -21,6 +21,7 @@ struct Config {
   std::uint32_t ctlSlots;
   std::uint32_t chunks;
   std::uint32_t chunkBytes;
+  std::uint32_t devSlots;  // blocks of the cuMem staging ring (their flags live here)
   bool cma;  // try single copy (process_vm_readv) where permitted
 };
 Config configFromSettings();
@@ -62,6 +63,12 @@ class Endpoint {
   // A peer's chunk, and marking it copied out.
   char* peerChunk(const Peer& p, std::uint32_t c) const { return p.segment + geo_.chunkOffset(c); }
   void releasePeerChunk(const Peer& p, std::uint32_t c) const;
+  // The same for the blocks of the cuMem staging ring (the data is in GPU memory; flags here).
+  int takeDevSlot();
+  void releasePeerDevSlot(const Peer& p, std::uint32_t s) const;
+  // The chunk region of a segment (registered with CUDA for asynchronous copies).
+  char* chunkRegion(const Peer& p) const { return p.segment + geo_.chunkOffset(0); }
+  std::size_t chunkRegionBytes() const { return std::size_t{geo_.chunks} * geo_.chunkBytes; }
   // Liveness: false once the peer's process is gone (its lock on its segment vanished).
   bool alive(Peer& p);
 
@@ -73,7 +80,7 @@ class Endpoint {
   std::vector<Peer*> byWorld_;
   std::vector<base::ShmFile> maps_;   // [local index]; mine at my index
   std::vector<int> lockFds_;          // per local index: fd to probe the owner's lock
-  std::uint32_t nextChunk_ = 0;
+  std::uint32_t nextChunk_ = 0, nextDevSlot_ = 0;
 };
 
 }  // namespace cgdr::channel::shm

@@ -16,6 +16,7 @@ constexpr std::size_t kLine = 64;
 enum class RecType : std::uint16_t { kPad = 1, kEager = 2, kRts = 3 };
 enum RecFlags : std::uint16_t {
   kFlagSync = 1,  // the sender completes only once the message is matched (MPI_Ssend)
+  kFlagGpu = 2,   // rendezvous of GPU bytes: an offer (engine's GpuOffer, 128 bytes) follows
 };
 
 // Envelope of a message (and the header of every record on a message ring).
@@ -43,6 +44,9 @@ enum class CtlType : std::uint32_t {
   kCancelReq = 5,   // sender asks to withdraw an unmatched message
   kCancelOk = 6,    // receiver withdrew it
   kCancelFail = 7,  // receiver had matched it already
+  kDevData = 8,     // sender: block `chunk` of its cuMem ring (id `ring`, at byte `slotOffset`) holds the bytes
+  kAbortSend = 9,   // sender: the stream of msgId failed on its side (the receive fails)
+  kAbortRecv = 10,  // receiver: the receive of msgId failed on its side (the send fails)
 };
 struct alignas(kLine) CtlRecord {
   std::uint32_t type;
@@ -50,8 +54,13 @@ struct alignas(kLine) CtlRecord {
   std::uint64_t msgId;   // the sender's message id
   std::uint64_t offset;
   std::uint64_t len;
-  std::uint64_t reserved[4];
+  std::uint64_t mode;    // kCts: how the sender streams (StreamMode)
+  std::uint64_t ring;    // kDevData: id of the sender's ring (as shared over the cuMem link)
+  std::uint64_t slotOffset;  // kDevData: byte offset of the block in that ring
+  std::uint64_t reserved;
 };
+// How a sender streams after a CTS.
+enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1 };
 static_assert(sizeof(CtlRecord) == 64);
 
 // A 64-bit counter alone on its cache line.
@@ -95,6 +104,7 @@ static_assert(sizeof(SegmentHeader) == 2 * kLine);
 // Sizes of one segment's parts for a given configuration.
 struct Geometry {
   std::uint32_t localCount, ringBytes, ctlSlots, chunks, chunkBytes;
+  std::uint32_t devSlots;  // flags of the blocks of this rank's cuMem staging ring
 
   std::size_t msgRingStride() const { return sizeof(RingHeader) + ringBytes; }
   std::size_t ctlRingStride() const { return sizeof(RingHeader) + std::size_t{ctlSlots} * sizeof(CtlRecord); }
@@ -103,8 +113,9 @@ struct Geometry {
     return msgRingOffset(localCount) + sender * ctlRingStride();
   }
   std::size_t flagsOffset() const { return ctlRingOffset(localCount); }
+  std::size_t devFlagsOffset() const { return flagsOffset() + std::size_t{chunks} * sizeof(ChunkFlag); }
   std::size_t chunkOffset(std::uint32_t c) const {
-    return flagsOffset() + std::size_t{chunks} * sizeof(ChunkFlag) + std::size_t{c} * chunkBytes;
+    return devFlagsOffset() + std::size_t{devSlots} * sizeof(ChunkFlag) + std::size_t{c} * chunkBytes;
   }
   std::size_t total() const { return chunkOffset(chunks); }
 };

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Table (markdown) and plot (PNG) of bench/gpu-compare.sh results.
+
+usage: compare-report.py OUTDIR TABLE.md PLOT.png
+Reads OUTDIR/{latency,bw,bibw}-{native,opt,optvmm,def}.json (cgdr-bench --json), floor.json
+(cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the logs (which channel served which
+sizes). The plot needs matplotlib (python3-matplotlib); without it only the table is written.
+"""
+import json
+import pathlib
+import re
+import sys
+
+MODES = [("native", "Native"), ("opt", "Container-Opt"), ("optvmm", "Container-Opt (V bufs)"),
+         ("def", "Container-Def")]
+TESTS = [("latency", "us", "latency (us), lower is better"),
+         ("bw", "GB/s", "bandwidth (GB/s), higher is better"),
+         ("bibw", "GB/s", "bi-directional bandwidth (GB/s), higher is better")]
+
+
+def load(path):
+    try:
+        data = json.loads(pathlib.Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {int(r["size"]): float(r["value"]) for r in data.get("results", [])}
+
+
+def channels(log):
+    """size -> set of channel names from 'stats: sizes LO..HI: a,b' lines."""
+    out = []
+    try:
+        text = pathlib.Path(log).read_text(errors="replace")
+    except OSError:
+        return out
+    for m in re.finditer(r"stats: sizes (\d+)\.\.(\d+): ([\w,-]+)", text):
+        out.append((int(m.group(1)), int(m.group(2)), set(m.group(3).split(","))))
+    return out
+
+
+def channel_of(ranges, size):
+    names = set()
+    for lo, hi, n in ranges:
+        if lo <= size <= hi:
+            names |= n
+    return "+".join(sorted(names)) if names else "-"
+
+
+def human(n):
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k} {unit}"
+    return f"{n} B"
+
+
+def main(folder, table_path, plot_path):
+    folder = pathlib.Path(folder)
+    floor = {}
+    try:
+        f = json.loads((folder / "floor.json").read_text())
+        floor = {"latency": {int(k): v for k, v in f["latency"].items()},
+                 "bw": {int(k): v for k, v in f["bw"].items()}}
+        floor["bibw"] = {k: 2 * v for k, v in floor["bw"].items()}  # one copy each way: no better than 2x
+    except (OSError, ValueError, KeyError):
+        pass
+    lines = ["# GPU comparison: Container-Def / Container-Opt / Native (bench/gpu-compare.sh)", "",
+             "Two ranks, one H200 each, device buffers (V: exportable cuMem buffers), two simulated",
+             "containers with separate PID/UTS/net/mount namespaces. Floor: bare cudaMemcpyPeerAsync",
+             "(bibw floor: twice the one-way peer-copy bandwidth). Opt/Nat: Container-Opt over Native",
+             "(latency: ratio of times; bandwidth: ratio of rates). Speed-up: Container-Opt over Container-Def.",
+             ""]
+    results = {}
+    for test, unit, title in TESTS:
+        res = {m: load(folder / f"{test}-{m}.json") for m, _ in MODES}
+        results[test] = res
+        if not any(res.values()):
+            continue
+        ranges = channels(folder / f"{test}-opt.log") + channels(folder / f"{test}-optvmm.log")
+        rnat = channels(folder / f"{test}-native.log")
+        lines += [f"## {test} ({unit})", "",
+                  "| size | floor | " + " | ".join(n for _, n in MODES) +
+                  " | Opt/Nat | Opt/floor | speed-up vs Def | channel (Opt) | channel (Native) |",
+                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---|---|"]
+        sizes = sorted({s for r in res.values() for s in r})
+        for s in sizes:
+            v = {m: res[m].get(s) for m, _ in MODES}
+            fl = floor.get(test, {}).get(s)
+            def fmt(x):
+                return "-" if x is None else (f"{x:.2f}" if x < 1000 else f"{x:.0f}")
+            lat = test == "latency"
+            def ratio(a, b):
+                if a is None or b is None or b == 0 or a == 0:
+                    return "-"
+                return f"{a / b:.2f}"
+            opt, nat, de = v["opt"], v["native"], v["def"]
+            optnat = ratio(opt, nat)
+            optfl = ratio(opt, fl)
+            speed = "-"
+            if opt and de:
+                speed = f"{(de / opt) if lat else (opt / de):.1f}x"
+            lines.append(f"| {human(s)} | {fmt(fl)} | " + " | ".join(fmt(v[m]) for m, _ in MODES) +
+                         f" | {optnat} | {optfl} | {speed} | {channel_of(ranges, s)} | {channel_of(rnat, s)} |")
+        lines.append("")
+    pathlib.Path(table_path).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"(no matplotlib: {plot_path} not written; apt install python3-matplotlib)")
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(18, 5.5))
+    for ax, (test, unit, title) in zip(axes, TESTS):
+        res = results.get(test, {})
+        for m, name in MODES:
+            r = res.get(m, {})
+            if r:
+                xs = sorted(r)
+                ax.plot(xs, [r[x] for x in xs], marker="o", markersize=3, label=name)
+        fl = floor.get(test, {})
+        if fl:
+            xs = sorted(fl)
+            ax.plot(xs, [fl[x] for x in xs], "k--", label="floor (peer copy)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("cgdr on nvidia-h200-x2: two ranks in two containers (separate PID namespaces) vs native")
+    fig.tight_layout()
+    fig.savefig(plot_path, dpi=110)
+    print(f"plot: {plot_path}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        print(__doc__)
+        sys.exit(2)
+    main(*sys.argv[1:])

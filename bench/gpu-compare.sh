@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# C-GDR's comparison on one host with two GPUs (nvidia-h200-x2): two ranks, one GPU each, in two
+# simulated containers with separate PID (and UTS, net, mount) namespaces, device buffers:
+#   Container-Def  cgdr with CGDR_LOCALITY=off: everything goes through the real MPI
+#   Container-Opt  cgdr in container mode: co-located GPU channels across the namespaces
+#   Native         cgdr, both ranks in one namespace
+#   floor          a bare cudaMemcpyPeerAsync of the same size (cgdr-peer-copy-bench)
+# plus Container-Opt with exportable cuMem buffers (V V: zero copy). For latency, bw and bibw,
+# sizes 1 B .. 256 MiB. Writes the raw results under OUTDIR, and the table (markdown) and the
+# plot (PNG) to the given docs paths; prints which channel served each size.
+#   bench/gpu-compare.sh BUILD_DIR OUTDIR [TABLE.md PLOT.png]
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:?usage: gpu-compare.sh BUILD_DIR OUTDIR [TABLE.md PLOT.png]}" && pwd)
+out=${2:?OUTDIR}
+table=${3:-$out/gpu-compare.md}
+plot=${4:-$out/gpu-compare.png}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+b=$build/tools/cgdr-bench/cgdr-bench
+lib=$build/src/libcgdr.so
+pods=$build/bin/cgdr-pods
+range=${COMPARE_RANGE:-1:268435456}
+limit=${COMPARE_TIMEOUT:-240}
+declare -A opts=(
+  [latency]="-i ${LAT_ITERS:-2000:20} -x 200:5"
+  [bw]="-i ${BW_ITERS:-200:4} -x 20:2 -W ${BW_WINDOW:-16}"
+  [bibw]="-i ${BW_ITERS:-200:4} -x 20:2 -W ${BW_WINDOW:-16}"
+)
+tests=${COMPARE_TESTS:-latency bw bibw}
+
+run() {  # NAME TIMEOUT COMMAND...: output in $out/NAME.log
+  local name=$1 t=$2
+  shift 2
+  timeout --kill-after=10 "$t" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc"
+  [ $rc -eq 0 ] || tail -5 "$out/$name.log"
+}
+
+"$build/bench/cgdr-peer-copy-bench" -m "$range" --json "$out/floor.json" > "$out/floor.log" 2>&1
+echo "floor: exit $?"
+for t in $tests; do
+  o=${opts[$t]}
+  run "$t-native" "$limit" mpirun --bind-to none -np 2 -x LD_PRELOAD="$lib" -x CGDR_STATS=1 \
+    "$b" $t D D -m "$range" $o --json "$out/$t-native.json"
+  run "$t-opt" "$limit" "$pods" -n 2 --gpus "0;1" -x CGDR_STATS=1 -- \
+    "$b" $t D D -m "$range" $o --json "$out/$t-opt.json"
+  run "$t-optvmm" "$limit" "$pods" -n 2 --gpus "0;1" -x CGDR_STATS=1 -- \
+    "$b" $t V V -m "$range" $o --json "$out/$t-optvmm.json"
+  run "$t-def" "$limit" "$pods" -n 2 --gpus "0;1" -x CGDR_LOCALITY=off -- \
+    "$b" $t D D -m "$range" $o --json "$out/$t-def.json"
+done
+python3 "$top/bench/compare-report.py" "$out" "$table" "$plot"

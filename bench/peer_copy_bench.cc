@@ -1,0 +1,115 @@
+// The floor for GPU-to-GPU messages between two ranks: a bare cudaMemcpyPeerAsync from GPU A to
+// GPU B in one process, nothing else. Latency: one copy then a stream synchronize, median over
+// iterations (what a ping-pong's one-way time is compared with). Bandwidth: a window of copies
+// back to back, then one synchronize (as osu_bw / cgdr-bench bw count). Prints a table and, with
+// --json FILE, writes {"latency": {size: us}, "bw": {size: GB/s}}.
+//   cgdr-peer-copy-bench [--from 0] [--to 1] [-m MIN:MAX] [-i N] [--json FILE]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "cgdr-peer-copy-bench: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::size_t parse(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (*end == 'K' || *end == 'k') v *= 1024;
+  else if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
+  else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
+  return static_cast<std::size_t>(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int from = 0, to = 1, iters = 1000;
+  std::size_t lo = 1, hi = std::size_t{256} << 20;
+  std::string json;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--from" && i + 1 < argc) from = std::atoi(argv[++i]);
+    else if (a == "--to" && i + 1 < argc) to = std::atoi(argv[++i]);
+    else if (a == "-i" && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else if (a == "-m" && i + 1 < argc) {
+      std::string m = argv[++i];
+      auto c = m.find(':');
+      if (c == std::string::npos) hi = parse(m.c_str());
+      else {
+        lo = parse(m.substr(0, c).c_str());
+        hi = parse(m.substr(c + 1).c_str());
+      }
+    } else {
+      std::fprintf(stderr, "usage: cgdr-peer-copy-bench [--from A] [--to B] [-m MIN:MAX] [-i N] [--json FILE]\n");
+      return 2;
+    }
+  }
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n <= std::max(from, to)) {
+    std::printf("SKIP cgdr-peer-copy-bench: needs GPUs %d and %d (found %d)\n", from, to, n);
+    return 77;
+  }
+  void *src = nullptr, *dst = nullptr;
+  check(cudaSetDevice(to), "cudaSetDevice");
+  check(cudaMalloc(&dst, hi), "cudaMalloc (destination)");
+  check(cudaSetDevice(from), "cudaSetDevice");
+  check(cudaMalloc(&src, hi), "cudaMalloc (source)");
+  int canAccess = 0;
+  cudaDeviceCanAccessPeer(&canAccess, from, to);
+  if (canAccess && from != to) check(cudaDeviceEnablePeerAccess(to, 0), "cudaDeviceEnablePeerAccess");
+  cudaStream_t s;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  std::printf("# bare cudaMemcpyPeerAsync GPU %d -> GPU %d (peer access %s)\n", from, to, canAccess ? "on" : "off");
+  std::printf("# %12s %14s %14s\n", "bytes", "latency(us)", "bw(GB/s)");
+  std::string jl, jb;
+  for (std::size_t size = lo; size <= hi; size = size ? size * 2 : 1) {
+    int it = size > (1u << 20) ? std::max(20, iters / 20) : iters;
+    std::vector<double> t;
+    for (int k = 0; k < it + 10; ++k) {
+      double t0 = now();
+      check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
+      check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      if (k >= 10) t.push_back(now() - t0);
+    }
+    std::sort(t.begin(), t.end());
+    double lat = t[t.size() / 2] * 1e6;
+    int window = 64, reps = size > (16u << 20) ? 2 : size > (1u << 20) ? 5 : 20;
+    check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "warm-up");
+    check(cudaStreamSynchronize(s), "sync");
+    double t0 = now();
+    for (int r = 0; r < reps; ++r)
+      for (int w = 0; w < window; ++w) check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    double bw = double(size) * window * reps / (now() - t0) / 1e9;
+    std::printf("  %12zu %14.2f %14.2f\n", size, lat, bw);
+    char e[96];
+    std::snprintf(e, sizeof e, "%s\"%zu\": %.3f", jl.empty() ? "" : ", ", size, lat);
+    jl += e;
+    std::snprintf(e, sizeof e, "%s\"%zu\": %.3f", jb.empty() ? "" : ", ", size, bw);
+    jb += e;
+    if (size == 0) break;
+  }
+  if (!json.empty()) {
+    FILE* f = std::fopen(json.c_str(), "w");
+    if (f) {
+      std::fprintf(f, "{\"latency\": {%s}, \"bw\": {%s}}\n", jl.c_str(), jb.c_str());
+      std::fclose(f);
+    }
+  }
+  return 0;
+}

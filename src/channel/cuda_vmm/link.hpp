@@ -1,0 +1,55 @@
+// cuda-vmm: GPU memory shared between co-located ranks in any namespaces. Each pair keeps a
+// connected Unix socket (made at start-up through the shared directory, whose name is removed
+// at once) that carries file descriptors of cuMem allocations (SCM_RIGHTS), each sent once per
+// peer: the sender's staging ring, and users' own exportable allocations (zero copy). The
+// receiver maps what it gets and pulls over NVLink.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "base/status.hpp"
+#include "mem/vmm.hpp"
+
+namespace cgdr::channel::cuda_vmm {
+
+class Link {
+ public:
+  // Collective over `world`; `local` are the co-located world ranks (this one included).
+  static base::Result<std::unique_ptr<Link>> open(MPI_Comm world, std::uint64_t nonce, const std::vector<int>& local);
+  ~Link();
+
+  // This rank's staging ring on `device`, created on first use: `slots` blocks of `slotBytes`.
+  mem::VmmBuffer* ring(int device, std::size_t slots, std::size_t slotBytes);
+  // Makes an allocation known to a peer (its fd, made by makeFd only the first time, is sent
+  // once); returns the allocation's id. `key` must be unique per allocation over the job's life.
+  base::Result<std::uint64_t> share(int peer, std::uint64_t key, std::size_t size, const std::function<int()>& makeFd);
+  // The mapping of a peer's allocation `id` (receiving its fd if needed), accessible from device.
+  void* mapping(int peer, std::uint64_t id, std::size_t size, int device);
+  bool connected(int peer) const;
+
+ private:
+  Link() = default;
+  struct Imported {
+    std::size_t size;
+    mem::VmmBuffer map;
+  };
+  base::Status receiveFrom(int peer);
+
+  std::map<int, int> socks_;                                    // peer world rank -> socket
+  std::map<std::pair<int, std::uint64_t>, std::uint64_t> sent_; // (peer, key) -> id sent
+  std::map<std::pair<int, std::uint64_t>, Imported> imported_;  // (peer, id) -> mapping
+  std::map<std::pair<int, std::uint64_t>, std::pair<int, std::size_t>> pendingFds_;  // received, unmapped
+  std::map<std::pair<int, std::uint64_t>, bool> failed_;        // could not be mapped here
+  std::unique_ptr<mem::VmmBuffer> ring_;
+  std::uint64_t nextId_ = 1;
+  std::mutex mutex_;
+};
+
+}  // namespace cgdr::channel::cuda_vmm

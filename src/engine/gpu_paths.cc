@@ -1,0 +1,221 @@
+#include "engine/gpu_paths.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/config.hpp"
+#include "base/cuda.hpp"
+#include "base/log.hpp"
+#include "mem/gpu_copy.hpp"
+#include "mem/vmm.hpp"
+#include "topo/detect.hpp"
+
+#if CGDR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace cgdr::engine {
+namespace {
+
+base::Setting<bool> gVmm("CGDR_CUDA_VMM", "1", "",
+                         "Share cuMem memory between co-located ranks through file descriptors (cuda-vmm channels; "
+                         "the only GPU path across PID namespaces).");
+base::Setting<base::Bytes> gBlock("CGDR_CUDA_BLOCK_SIZE", "4M", "bytes",
+                                  "Block size of the cuMem staging ring (cuda-vmm-stage pipelines in blocks of this "
+                                  "size).",
+                                  {"MV2_CUDA_BLOCK_SIZE"});
+
+constexpr std::uint64_t kRingKey = ~std::uint64_t{0};
+
+// Per world rank, what the locality table said when the engine started.
+struct PeerCaps {
+  sched::PeerClass cls = sched::PeerClass::kSameNamespace;
+  bool ipcImport = false, ipcExport = false, vmm = false;
+};
+std::vector<PeerCaps> gPeers;
+
+int currentDevice() {
+#if CGDR_HAVE_CUDA
+  int d = 0;
+  if (cudaGetDevice(&d) == cudaSuccess) return d;
+#endif
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<GpuPaths> GpuPaths::open(MPI_Comm world, std::uint64_t nonce, const std::vector<int>& local,
+                                         std::uint32_t slots) {
+  std::unique_ptr<GpuPaths> g(new GpuPaths);
+  g->slots_ = slots;
+  const topo::LocalityTable& t = topo::locality();
+  gPeers.assign(t.peers.size(), PeerCaps{});
+  for (std::size_t i = 0; i < t.peers.size(); ++i) {
+    const topo::PeerInfo& p = t.peers[i];
+    PeerCaps& c = gPeers[i];
+    c.cls = p.relation == topo::Relation::kSelf ? sched::PeerClass::kSelf
+            : p.relation == topo::Relation::kCoLocatedContainer ? sched::PeerClass::kContainer
+                                                                : sched::PeerClass::kSameNamespace;
+    c.ipcImport = p.ipcImport.yes;
+    c.ipcExport = p.ipcExport.yes;
+    c.vmm = p.vmmFd.yes;
+  }
+  g->slotBytes_ = std::max<std::size_t>(gBlock.get().value, 64 * 1024) & ~std::size_t{4095};
+  // Every rank takes part in the link's wire-up or none does (settings may differ per rank).
+  int want = CGDR_HAVE_CUDA && gVmm.get() ? 1 : 0, all = 0;
+  PMPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, world);
+  if (all) {
+    auto link = channel::cuda_vmm::Link::open(world, nonce, local);
+    if (link.isOk()) g->link_ = std::move(link.value());
+    else CGDR_LOG(kWarn, kCuda, "cuda-vmm channels disabled: %s", link.status().message().c_str());
+  }
+  return g;
+}
+
+GpuPaths::~GpuPaths() {
+#if CGDR_HAVE_CUDA
+  for (void* p : pinned_) cudaHostUnregister(p);
+  (void)cudaGetLastError();
+#endif
+  ipcIn_.closeAll();
+}
+
+sched::PeerClass GpuPaths::peerClass(int w) const {
+  return w >= 0 && w < static_cast<int>(gPeers.size()) ? gPeers[w].cls : sched::PeerClass::kSameNamespace;
+}
+
+sched::Caps GpuPaths::senderCaps(int w) const {
+  sched::Caps c;
+  if (w < 0 || w >= static_cast<int>(gPeers.size())) return c;
+  bool linked = link_ && link_->connected(w) && gPeers[w].vmm;
+  c.ipc = gPeers[w].ipcExport;
+  c.vmmZc = linked;
+  c.vmmStage = linked;
+  return c;
+}
+
+sched::Caps GpuPaths::receiverCaps(int w, const GpuOffer& o, int device) {
+  sched::Caps c;
+  if (w < 0 || w >= static_cast<int>(gPeers.size())) return c;
+  noteDevice(device);
+  bool linked = link_ && link_->connected(w);
+  c.ipc = (o.flags & GpuOffer::kIpc) && gPeers[w].ipcImport;
+  c.vmmZc = (o.flags & GpuOffer::kZc) && linked;
+  // The ring must map here (it may not, e.g. where the GPU holding it is not visible): mapped once.
+  c.vmmStage = (o.flags & GpuOffer::kStage) && linked && peerRing(w, o.ringId, 1, device) != nullptr;
+  return c;
+}
+
+void GpuPaths::offer(int w, const void* p, std::size_t n, int device, GpuOffer* o) {
+  o->flags = 0;
+  if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return;
+  sched::Caps caps = senderCaps(w);
+  noteDevice(device);
+  Ring r;
+  if (caps.vmmStage && ring(w, device, &r)) {
+    o->flags |= GpuOffer::kStage;
+    o->ringId = r.id;
+  }
+  if (!caps.ipc && !caps.vmmZc) return;
+  base::cuda::PointerAttrs a;
+  if (!base::cuda::queryPointer(p, true, &a) || a.type != base::cuda::PointerAttrs::Type::kDevice || !a.bufferId ||
+      !a.rangeStart)
+    return;
+  auto addr = reinterpret_cast<std::uint64_t>(p);
+  std::lock_guard lock(mutex_);
+  Export& e = exports_[a.rangeStart];
+  if (e.bufferId != a.bufferId) {  // first use, or freed and allocated again at this address
+    e = Export{};
+    e.bufferId = a.bufferId;
+    e.ipcOk = channel::cuda_ipc::exportHandle(p, n, &e.ipc);
+  }
+  if (caps.ipc && e.ipcOk && addr >= e.ipc.base && addr + n <= e.ipc.base + a.rangeSize) {
+    o->ipc = e.ipc;
+    o->ipc.offset = addr - e.ipc.base;
+    o->flags |= GpuOffer::kIpc;
+  }
+  if (!caps.vmmZc) return;
+  if (!e.zcChecked) {
+    mem::Exportable x;
+    e.zcChecked = true;
+    e.zcOk = mem::exportable(p, n, &x);
+    if (e.zcOk) {
+      e.zcBase = x.base;
+      e.zcSize = x.size;
+      close(x.fd);
+    }
+  }
+  if (!e.zcOk || addr < e.zcBase || addr + n > e.zcBase + e.zcSize) return;
+  const void* base = reinterpret_cast<const void*>(e.zcBase);
+  std::size_t size = e.zcSize;
+  auto id = link_->share(w, e.bufferId, size, [base, size] {
+    mem::Exportable x;
+    return mem::exportable(base, size, &x) ? x.fd : -1;
+  });
+  if (!id.isOk()) return;
+  o->zcId = id.value();
+  o->zcSize = size;
+  o->zcOffset = addr - e.zcBase;
+  o->flags |= GpuOffer::kZc;
+}
+
+int GpuPaths::homeDevice() {
+  int d = home_.load(std::memory_order_relaxed);
+  if (d >= 0) return d;
+  noteDevice(currentDevice());
+  return home_.load(std::memory_order_relaxed);
+}
+
+void* GpuPaths::pullSource(int w, const GpuOffer& o, sched::Channel c, int device) {
+  if (device < 0) device = homeDevice();
+  mem::DeviceScope scope(device);
+  if (c == sched::Channel::kCudaIpc && (o.flags & GpuOffer::kIpc)) return ipcIn_.open(w, o.ipc);
+  if (c == sched::Channel::kCudaVmmZc && (o.flags & GpuOffer::kZc) && link_ && o.zcOffset <= o.zcSize) {
+    char* base = static_cast<char*>(link_->mapping(w, o.zcId, o.zcSize, device));
+    return base ? base + o.zcOffset : nullptr;
+  }
+  return nullptr;
+}
+
+bool GpuPaths::ring(int w, int device, Ring* out) {
+  if (!link_ || !link_->connected(w)) return false;
+  std::lock_guard lock(mutex_);
+  if (ringFailed_) return false;
+  mem::DeviceScope scope(device);
+  mem::VmmBuffer* r = link_->ring(device, slots_, slotBytes_);
+  if (!r) {
+    CGDR_LOG(kWarn, kCuda, "cannot create the cuMem staging ring on GPU %d: cuda-vmm-stage disabled", device);
+    ringFailed_ = true;
+    return false;
+  }
+  auto id = link_->share(w, kRingKey, r->size(), [r] { return r->exportFd(); });
+  if (!id.isOk()) return false;
+  out->base = static_cast<char*>(r->data());
+  out->id = id.value();
+  out->slotBytes = slotBytes_;
+  return true;
+}
+
+void* GpuPaths::peerRing(int w, std::uint64_t id, std::size_t need, int device) {
+  if (!link_) return nullptr;
+  if (device < 0) device = homeDevice();
+  mem::DeviceScope scope(device);
+  return link_->mapping(w, id, need, device);
+}
+
+void GpuPaths::pin(void* p, std::size_t n) {
+#if CGDR_HAVE_CUDA
+  std::lock_guard lock(mutex_);
+  if (!pinned_.insert(p).second) return;
+  if (cudaHostRegister(p, n, cudaHostRegisterPortable) != cudaSuccess) {
+    (void)cudaGetLastError();  // already registered by someone, or not allowed: copies still work
+    CGDR_LOG(kDebug, kCuda, "cudaHostRegister of %zu bytes of shared memory failed", n);
+  }
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
+}  // namespace cgdr::engine

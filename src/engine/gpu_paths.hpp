@@ -1,0 +1,100 @@
+// The engine's GPU paths to co-located peers (ARCHITECTURE.md §5): what a sender offers with the
+// envelope of a GPU message (a legacy IPC handle, its own exportable cuMem allocation, its cuMem
+// staging ring), and what a receiver can reach of such an offer. Everything is created lazily on
+// first GPU use, so ranks that never touch a GPU never create a CUDA context.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "channel/cuda_ipc/ipc.hpp"
+#include "channel/cuda_vmm/link.hpp"
+#include "sched/select.hpp"
+
+namespace cgdr::engine {
+
+// Follows the envelope of a rendezvous message whose bytes are in GPU memory.
+struct GpuOffer {
+  enum : std::uint32_t { kIpc = 1, kZc = 2, kStage = 4 };
+  std::uint32_t flags = 0;
+  std::int32_t kind = 0;  // mem::MemKind of the source
+  std::uint64_t zcId = 0, zcSize = 0, zcOffset = 0;  // kZc: the allocation as shared over the link
+  channel::cuda_ipc::Handle ipc{};                     // kIpc
+  std::uint64_t ringId = 0;                            // kStage: the sender's ring as shared
+};
+static_assert(sizeof(GpuOffer) == 128);
+
+class GpuPaths {
+ public:
+  // Collective over `world` (all ranks of the engine's wire-up, in the same order).
+  // `slots`: blocks of the staging ring (the shm segment holds their flags).
+  static std::unique_ptr<GpuPaths> open(MPI_Comm world, std::uint64_t nonce, const std::vector<int>& local,
+                                        std::uint32_t slots);
+
+  sched::PeerClass peerClass(int peerWorld) const;
+  // What the pair can use for a contiguous GPU message (sender side: before any offer).
+  sched::Caps senderCaps(int peerWorld) const;
+  // Receiver side, for a message with this offer (the offered ring must map on `device`).
+  sched::Caps receiverCaps(int peerWorld, const GpuOffer& o, int device);
+
+  // Sender: fills the offer for n contiguous bytes of device memory at p (on `device`) sent to
+  // peerWorld; offering the staging ring shares it with the peer first.
+  void offer(int peerWorld, const void* p, std::size_t n, int device, GpuOffer* o);
+  // Receiver: the offered bytes as an address in this process for channel c (kCudaIpc or
+  // kCudaVmmZc), usable from `device`; nullptr if it cannot be reached.
+  void* pullSource(int peerWorld, const GpuOffer& o, sched::Channel c, int device);
+
+  // Sender: this rank's staging ring (created on first use on `device`) made known to the peer.
+  struct Ring {
+    char* base = nullptr;
+    std::uint64_t id = 0;  // as the peer knows it
+    std::size_t slotBytes = 0;
+  };
+  bool ring(int peerWorld, int device, Ring* out);
+  // Receiver: the peer's ring `id`, mapped (at least `need` bytes), usable from `device`.
+  void* peerRing(int peerWorld, std::uint64_t id, std::size_t need, int device);
+  std::size_t slotBytes() const { return slotBytes_; }
+  // The GPU this rank copies with when neither buffer is on a GPU of its own (a host receive of a
+  // GPU message): the first GPU its buffers were seen on, else the caller's current device. One
+  // device for all such copies, as peer memory is mapped for one device.
+  int homeDevice();
+  void noteDevice(int device) {
+    int none = -1;
+    if (device >= 0) home_.compare_exchange_strong(none, device);
+  }
+
+  // Page-locks host memory once (shared-memory chunks), so copies to and from it are asynchronous
+  // and run at full speed. Failure only costs speed.
+  void pin(void* p, std::size_t n);
+
+  ~GpuPaths();
+
+ private:
+  GpuPaths() = default;
+  std::unique_ptr<channel::cuda_vmm::Link> link_;
+  channel::cuda_ipc::Cache ipcIn_;
+  struct Export {
+    std::uint64_t bufferId = 0;
+    bool ipcOk = false;
+    channel::cuda_ipc::Handle ipc{};
+    bool zcChecked = false, zcOk = false;
+    std::uint64_t zcBase = 0;
+    std::size_t zcSize = 0;
+  };
+  std::unordered_map<std::uint64_t, Export> exports_;  // by allocation base
+  std::unordered_set<void*> pinned_;
+  std::atomic<int> home_{-1};
+  std::size_t slotBytes_ = 0;
+  std::uint32_t slots_ = 0;
+  bool ringFailed_ = false;
+  std::mutex mutex_;
+};
+
+}  // namespace cgdr::engine

@@ -1,0 +1,51 @@
+// GPU memory made with cuMemCreate that can be exported as a POSIX file descriptor (and so be
+// mapped by a co-located process in any namespace), and the mapping of such memory received from
+// a peer. Also: whether a user's buffer lies in such an allocation (zero-copy sharing).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "base/status.hpp"
+
+namespace cgdr::mem {
+
+class VmmBuffer {
+ public:
+  VmmBuffer() = default;
+  VmmBuffer(VmmBuffer&& o) noexcept { *this = std::move(o); }
+  VmmBuffer& operator=(VmmBuffer&& o) noexcept;
+  VmmBuffer(const VmmBuffer&) = delete;
+  VmmBuffer& operator=(const VmmBuffer&) = delete;
+  ~VmmBuffer() { reset(); }
+
+  // New exportable memory on `device` of at least `bytes` (rounded to the granularity).
+  static base::Result<VmmBuffer> create(int device, std::size_t bytes);
+  // Maps memory a peer exported (fd of `bytes`), readable and writable from `device`. Takes
+  // ownership of fd.
+  static base::Result<VmmBuffer> import(int fd, std::size_t bytes, int device);
+  // A new fd for the memory (the caller closes it); -1 on failure.
+  int exportFd() const;
+
+  void* data() const { return reinterpret_cast<void*>(ptr_); }
+  std::size_t size() const { return size_; }
+  explicit operator bool() const { return ptr_ != 0; }
+  void reset();
+
+ private:
+  std::uint64_t ptr_ = 0;
+  std::size_t size_ = 0;
+  std::uint64_t handle_ = 0;
+  bool mapped_ = false;
+};
+
+// A user buffer inside an allocation exportable as a file descriptor: its base, size and an fd.
+struct Exportable {
+  std::uint64_t base = 0;
+  std::size_t size = 0;
+  int fd = -1;  // owned by the caller
+};
+// True (and info filled) if [p, p+n) lies in a cuMem allocation created with the POSIX-fd
+// handle type; such memory can be handed to a peer without a copy.
+bool exportable(const void* p, std::size_t n, Exportable* info);
+
+}  // namespace cgdr::mem

@@ -1,0 +1,68 @@
+#include "sched/select.hpp"
+
+#include <cstdio>
+
+namespace cgdr::sched {
+
+const char* channelName(Channel c) {
+  static const char* names[] = {"shm-eager", "shm-cma", "host-pipeline", "cuda-ipc", "cuda-vmm-zc",
+                                "cuda-vmm-stage", "self", "gdrcopy"};
+  return c < Channel::kCount ? names[static_cast<int>(c)] : "none";
+}
+
+bool usable(Channel c, const Query& q) {
+  bool gpu = q.src != mem::MemKind::kHost;
+  switch (c) {
+    case Channel::kEager: return true;
+    case Channel::kHostPipe: return true;
+    case Channel::kCma: return q.caps.cma && !gpu;
+    case Channel::kCudaIpc: return q.caps.ipc && q.src == mem::MemKind::kDevice && q.caps.contiguous;
+    case Channel::kCudaVmmZc: return q.caps.vmmZc && q.src == mem::MemKind::kDevice && q.caps.contiguous;
+    case Channel::kCudaVmmStage: return q.caps.vmmStage && q.src == mem::MemKind::kDevice && q.caps.contiguous;
+    case Channel::kSelf: return q.peer == PeerClass::kSelf && q.caps.contiguous;
+    case Channel::kGdrcopy: return q.caps.gdrcopy && gpu;
+    case Channel::kCount: break;
+  }
+  return false;
+}
+
+Channel select(const Table& t, const Query& q) {
+  if (t.forced != Channel::kCount && usable(t.forced, q)) return t.forced;
+  bool gpu = q.src != mem::MemKind::kHost;
+  for (const Rule& r : t.rules(q.peer, gpu, q.dst, q.pattern))
+    if (q.bytes <= r.maxBytes && usable(r.channel, q)) return r.channel;
+  return Channel::kHostPipe;  // every list ends with it; this is for an empty (misconfigured) list
+}
+
+const std::vector<Rule>& Table::rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) const {
+  return rules_[static_cast<int>(p)][gpuSrc][static_cast<int>(d)][static_cast<int>(pat)];
+}
+std::vector<Rule>& Table::rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) {
+  return rules_[static_cast<int>(p)][gpuSrc][static_cast<int>(d)][static_cast<int>(pat)];
+}
+
+std::string Table::describe() const {
+  static const char* peers[] = {"self", "same-namespace", "container"};
+  static const char* dsts[] = {"(sender: eager?)", "to host", "to GPU"};
+  std::string out = "# cgdr scheduler table (first usable rule whose size bound holds)\n";
+  if (forced != Channel::kCount) out += std::string("# forced channel: ") + channelName(forced) + "\n";
+  char line[256];
+  for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
+    for (int g = 0; g < 2; ++g)
+      for (int d = 0; d < 3; ++d)
+        for (int pat = 0; pat < 2; ++pat) {
+          const auto& rs = rules_[p][g][d][pat];
+          std::snprintf(line, sizeof line, "%-15s %-4s %-17s %-9s:", peers[p], g ? "GPU" : "host", dsts[d],
+                        pat ? "bandwidth" : "latency");
+          out += line;
+          for (const Rule& r : rs) {
+            if (r.maxBytes == SIZE_MAX) std::snprintf(line, sizeof line, " %s", channelName(r.channel));
+            else std::snprintf(line, sizeof line, " <=%zu %s,", r.maxBytes, channelName(r.channel));
+            out += line;
+          }
+          out += "\n";
+        }
+  return out;
+}
+
+}  // namespace cgdr::sched

@@ -1,0 +1,74 @@
+// The scheduler (ARCHITECTURE.md §6): a pure function from (peer class, source and destination
+// memory, bytes, workload pattern, what the pair can use) to a channel, over a rule table whose
+// switch points come from settings (defaults measured on the GPU machine) or a tuning file.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mem/memtype.hpp"
+
+namespace cgdr::sched {
+
+enum class Channel : std::uint8_t {
+  kEager,        // shm: data inside the message ring (GPU data staged through host memory)
+  kCma,          // shm: receiver copies from the sender's host memory (process_vm_readv)
+  kHostPipe,     // shm: pipelined through host chunks (GPU sides copy with async D2H/H2D: cuda-staged)
+  kCudaIpc,      // receiver pulls from the sender's GPU buffer through a legacy IPC handle
+  kCudaVmmZc,    // receiver pulls from the sender's own exportable cuMem allocation (zero copy)
+  kCudaVmmStage, // sender copies into its cuMem ring, receiver pulls blocks over NVLink
+  kSelf,         // same process: one direct copy
+  kGdrcopy,      // CPU copies through a GPU mapping (small messages; needs gdrdrv)
+  kCount
+};
+const char* channelName(Channel c);
+
+enum class PeerClass : std::uint8_t { kSelf, kSameNamespace, kContainer, kCount };
+enum class Pattern : std::uint8_t { kLatency, kBandwidth };
+// The destination is unknown when the sender decides (eager or rendezvous).
+enum class Dst : std::uint8_t { kUnknown, kHost, kGpu };
+
+// What the pair can use for this message (from the locality table and the sender's offer).
+struct Caps {
+  bool cma = false, ipc = false, vmmZc = false, vmmStage = false, gdrcopy = false, contiguous = true;
+};
+
+struct Query {
+  PeerClass peer;
+  mem::MemKind src;
+  Dst dst;
+  std::size_t bytes;
+  Pattern pattern;
+  Caps caps;
+};
+
+// One rule: messages up to maxBytes use channel (if the pair can), else the next rule applies.
+struct Rule {
+  std::size_t maxBytes;
+  Channel channel;
+};
+
+// The rules per (peer class, GPU source?, destination, pattern); the last rule of each list is
+// a catch-all the caller's caps always allow (kHostPipe or kEager).
+class Table {
+ public:
+  static Table fromSettings();
+  const std::vector<Rule>& rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) const;
+  std::vector<Rule>& rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat);
+  std::string describe() const;
+  Channel forced = Channel::kCount;  // CGDR_FORCE_CHANNEL (tests): used whenever the pair can
+
+ private:
+  std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][3][2];
+};
+
+// Pure: the channel for one message.
+Channel select(const Table& t, const Query& q);
+// Whether the pair can use a channel at all for this query.
+bool usable(Channel c, const Query& q);
+
+// The table in force (settings resolved once).
+const Table& table();
+
+}  // namespace cgdr::sched

@@ -1,0 +1,94 @@
+// The rule table in force: defaults (measured on nvidia-h200-x2, see docs/performance.md),
+// overridden by settings (environment, MV2_* aliases, CGDR_TUNING_FILE).
+#include <cstdint>
+#include <string>
+
+#include "base/config.hpp"
+#include "base/log.hpp"
+#include "channel/shm/endpoint.hpp"
+#include "sched/select.hpp"
+
+namespace cgdr::sched {
+namespace {
+
+using base::Bytes;
+using base::Setting;
+
+Setting<Bytes> gCudaEager("CGDR_CUDA_EAGER_LIMIT", "0", "bytes",
+                          "GPU messages up to this size are staged through host memory into the ring; larger "
+                          "ones rendezvous so the receiver can pull them (latency-bound traffic).");
+Setting<Bytes> gCudaEagerBw("CGDR_CUDA_EAGER_LIMIT_BW", "0", "bytes", "As CGDR_CUDA_EAGER_LIMIT, for bandwidth-bound traffic.");
+Setting<Bytes> gIpc("CGDR_CUDA_IPC_THRESHOLD", "0", "bytes",
+                    "GPU messages from this size on are pulled through CUDA IPC or shared cuMem memory.",
+                    {"MV2_CUDA_IPC_THRESHOLD"});
+Setting<Bytes> gIpcBw("CGDR_CUDA_IPC_THRESHOLD_BW", "0", "bytes", "As CGDR_CUDA_IPC_THRESHOLD, for bandwidth-bound traffic.");
+Setting<Bytes> gStageMin("CGDR_CUDA_VMM_STAGE_MIN", "0", "bytes",
+                         "GPU messages from this size on may go through the sender's cuMem staging ring when no "
+                         "single-copy path exists (smaller: host staging).");
+Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
+                    {"MV2_GDRCOPY_LIMIT"});
+Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
+                       "Host messages from this size on are copied once (process_vm_readv) where permitted.");
+base::ChoiceSetting gForce("CGDR_FORCE_CHANNEL", "auto",
+                           {"auto", "shm-eager", "shm-cma", "host-pipeline", "cuda-ipc", "cuda-vmm-zc", "cuda-vmm-stage",
+                            "self", "gdrcopy"},
+                           "Use this channel for every message the pair can send with it (tests, tuning).");
+Setting<bool> gInfo("CGDR_SCHED_INFO", "0", "", "Print the scheduler table in force at start-up (rank 0).");
+
+constexpr std::size_t kAll = SIZE_MAX;
+
+void fill(Table& t, PeerClass p) {
+  for (int pat = 0; pat < 2; ++pat) {
+    Pattern pt = static_cast<Pattern>(pat);
+    bool bw = pt == Pattern::kBandwidth;
+    std::size_t cudaEager = (bw ? gCudaEagerBw : gCudaEager).get().value;
+    std::size_t ipc = (bw ? gIpcBw : gIpc).get().value;
+    std::size_t eager = channel::shm::eagerLimit();
+    // Host source: eager, then single copy, then the chunk pipeline.
+    for (Dst d : {Dst::kUnknown, Dst::kHost, Dst::kGpu}) {
+      if (d == Dst::kUnknown) {  // the sender only chooses eager or rendezvous
+        t.rules(p, false, d, pt) = {{eager, Channel::kEager}, {kAll, Channel::kHostPipe}};
+        continue;
+      }
+      t.rules(p, false, d, pt) = {{eager, Channel::kEager}, {kAll, Channel::kCma}, {kAll, Channel::kHostPipe}};
+      if (gCmaMin.get().value > eager)
+        t.rules(p, false, d, pt).insert(t.rules(p, false, d, pt).begin() + 1, {gCmaMin.get().value - 1, Channel::kHostPipe});
+    }
+    // GPU source, sender's choice: gdrcopy or staged eager for the smallest, else rendezvous.
+    t.rules(p, true, Dst::kUnknown, pt) = {{gGdr.get().value, Channel::kGdrcopy},
+                                           {cudaEager, Channel::kEager},
+                                           {kAll, Channel::kHostPipe}};
+    // GPU source, receiver's choice: one copy when the pair can, else the cuMem ring, else host.
+    for (Dst d : {Dst::kHost, Dst::kGpu}) {
+      auto& rs = t.rules(p, true, d, pt);
+      rs.clear();
+      if (p == PeerClass::kSelf) rs.push_back({kAll, Channel::kSelf});
+      if (ipc > 0) rs.push_back({ipc - 1, Channel::kHostPipe});
+      rs.push_back({kAll, Channel::kCudaIpc});
+      rs.push_back({kAll, Channel::kCudaVmmZc});
+      if (gStageMin.get().value > 0) rs.push_back({gStageMin.get().value - 1, Channel::kHostPipe});
+      rs.push_back({kAll, Channel::kCudaVmmStage});
+      rs.push_back({kAll, Channel::kHostPipe});
+    }
+  }
+}
+
+}  // namespace
+
+Table Table::fromSettings() {
+  Table t;
+  for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p) fill(t, static_cast<PeerClass>(p));
+  if (gForce.get().index > 0) t.forced = static_cast<Channel>(gForce.get().index - 1);
+  return t;
+}
+
+const Table& table() {
+  static const Table t = [] {
+    Table tt = Table::fromSettings();
+    if (gInfo.get()) base::logWrite(base::LogLevel::kWarn, base::Subsys::kSched, "%s", tt.describe().c_str());
+    return tt;
+  }();
+  return t;
+}
+
+}  // namespace cgdr::sched

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# GPUs across simulated containers (issues 4 and 6): two pods with separate PID namespaces, one
+# GPU each ("0;1"). The locality report must show both GPUs, the NVLink path, legacy CUDA IPC
+# refused (the importer cannot see the exporter's PID) and cuMem fd sharing allowed; natively, IPC
+# is allowed. Data tests across the pods with device, managed and exportable cuMem buffers, with
+# the scheduler's choice and with each cross-namespace channel forced. Skipped without 2 GPUs.
+. "$(dirname "$0")/lib.sh"
+T=$BIN/tests/mpi
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "${ngpu:-0}" -lt 2 ] || [ ! -x "$T/p2p_basic" ]; then
+  echo "SKIP: pods GPU tests need 2 GPUs (found ${ngpu:-0}) (GPU test)"
+  exit 77
+fi
+run() {  # run LABEL PODS-ARGS... -- PROGRAM ARGS...
+  local label=$1
+  shift
+  local out
+  out=$(CGDR_STATS=1 timeout 300 "$PODS" "$@" 2>&1)
+  grep -q "^PASS" <<<"$out" || fail "$label: $(grep -E 'FAIL|rror|killed' <<<"$out" | head -3)"
+  echo "$out"
+}
+
+out=$("$PODS" -n 2 --gpus "0;1" -- "$INFO" --locality 2>&1)
+echo "$out" | grep -E "^(rank [0-9]+ ->|pair)" | head -4
+expect "$out" "^pair 0 1 relation=2 engine=1 .*ipcImport=0 ipcExport=0 vmm=1 .*nvlink=1 path=NVLink" \
+  "pods: a co-located container, no legacy IPC, cuMem fd, NVLink"
+expect "$out" "legacy CUDA IPC import no \(" "pods: the report says why legacy IPC is refused"
+out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_PRELOAD="$BIN/src/libcgdr.so" \
+      "$INFO" --locality 2>&1)
+expect "$out" "^pair 0 1 relation=1 engine=1 .*ipcImport=1 ipcExport=1 vmm=1 .*nvlink=1 path=NVLink" \
+  "native: same namespace, legacy IPC and cuMem, NVLink"
+
+sizes="0,1,3,8K+1,256K+1,1M+1,4M,4M+1,9M+7,64M+7"
+kinds="DD,DV,VD,VV,DH,HD,MD,DM"
+out=$(run "pods, scheduler's choice" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds $kinds --sizes $sizes)
+grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: cuda-vmm-stage carried nothing"
+grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: exportable buffers did not go zero-copy"
+grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "pods: legacy IPC used across PID namespaces"
+for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
+  run "pods, $ch forced" -n 2 --gpus "0;1" -x CGDR_FORCE_CHANNEL=$ch -- \
+    "$T/p2p_basic" --kinds $kinds --sizes $sizes > /dev/null
+done
+run "pods, stress with device buffers" -n 2 --gpus "0;1" -- "$T/stress" --seed 11 --rounds 10 --kinds DD,DH,HD > /dev/null
+run "pods, freed and re-allocated buffers" -n 2 --gpus "0;1" -- "$T/gpu_realloc" --kinds DD,VV,VD > /dev/null
+# Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
+shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
+out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "0;1" -- \
+      "$T/p2p_basic" --kinds DD,VV --sizes 1,1M+1,9M+7)
+grep -q "stats: channels: .*cuda-vmm" <<<"$out" || fail "private IPC: the cuMem channels were not used"
+[ -z "$(leftovers "$shared")" ] || fail "files left in the shared directory: $(leftovers "$shared")"
+rm -rf "$shared"
+[ -z "$(leftovers /dev/shm)" ] || fail "files left in /dev/shm: $(leftovers /dev/shm)"
+finish

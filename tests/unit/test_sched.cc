@@ -1,0 +1,224 @@
+// The scheduler: select() over the rule table for every peer class, memory-type pair, pattern and
+// capability set, against an independent statement of the intended policy; switch points moved
+// by settings (MV2_* aliases and the tuning file included); forced channels; the workload tracer.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "base/config.hpp"
+#include "sched/select.hpp"
+#include "sched/tracer.hpp"
+
+using namespace cgdr;
+using sched::Caps;
+using sched::Channel;
+using sched::Dst;
+using sched::Pattern;
+using sched::PeerClass;
+using sched::Query;
+
+namespace {
+
+base::EnvLookup env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& k) -> std::optional<std::string> {
+    auto it = vars.find(k);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+sched::Table tableWith(std::map<std::string, std::string> vars) {
+  base::Registry::instance().resolveAll(env(std::move(vars)));
+  return sched::Table::fromSettings();
+}
+
+// The intended policy with default settings (shm eager limit 8 KiB, gdrcopy up to 8 KiB where it
+// exists, GPU messages rendezvous and the receiver pulls with the best single-copy path).
+Channel expected(const Query& q) {
+  bool gpu = q.src != mem::MemKind::kHost;
+  bool device = q.src == mem::MemKind::kDevice;
+  if (!gpu) {
+    if (q.bytes <= 8192) return Channel::kEager;
+    if (q.dst == Dst::kUnknown) return Channel::kHostPipe;
+    return q.caps.cma ? Channel::kCma : Channel::kHostPipe;
+  }
+  if (q.dst == Dst::kUnknown) {
+    if (q.caps.gdrcopy && q.bytes <= 8192) return Channel::kGdrcopy;
+    return q.bytes == 0 ? Channel::kEager : Channel::kHostPipe;
+  }
+  if (q.peer == PeerClass::kSelf && q.caps.contiguous) return Channel::kSelf;
+  if (device && q.caps.contiguous) {
+    if (q.caps.ipc) return Channel::kCudaIpc;
+    if (q.caps.vmmZc) return Channel::kCudaVmmZc;
+    if (q.caps.vmmStage) return Channel::kCudaVmmStage;
+  }
+  return Channel::kHostPipe;
+}
+
+class Sched : public ::testing::Test {
+ protected:
+  void TearDown() override { base::Registry::instance().resolveAll(env({})); }
+};
+
+TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
+  sched::Table t = tableWith({});
+  const std::size_t sizes[] = {0, 1, 8191, 8192, 8193, 65536, 1 << 20, std::size_t{256} << 20};
+  int checked = 0;
+  for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
+    for (mem::MemKind src : {mem::MemKind::kHost, mem::MemKind::kDevice, mem::MemKind::kManaged})
+      for (Dst dst : {Dst::kUnknown, Dst::kHost, Dst::kGpu})
+        for (Pattern pat : {Pattern::kLatency, Pattern::kBandwidth})
+          for (int capBits = 0; capBits < 64; ++capBits)
+            for (std::size_t n : sizes) {
+              Query q{static_cast<PeerClass>(p), src, dst, n, pat, Caps{}};
+              q.caps.cma = capBits & 1;
+              q.caps.ipc = capBits & 2;
+              q.caps.vmmZc = capBits & 4;
+              q.caps.vmmStage = capBits & 8;
+              q.caps.gdrcopy = capBits & 16;
+              q.caps.contiguous = !(capBits & 32);
+              Channel got = sched::select(t, q);
+              Channel want = expected(q);
+              ASSERT_EQ(got, want) << "peer " << p << " src " << mem::kindName(src) << " dst " << int(dst)
+                                   << " pattern " << int(pat) << " caps " << capBits << " bytes " << n << ": got "
+                                   << sched::channelName(got) << ", expected " << sched::channelName(want);
+              ASSERT_TRUE(sched::usable(got, q)) << sched::channelName(got);
+              ++checked;
+            }
+  EXPECT_EQ(checked, 3 * 3 * 3 * 2 * 64 * 8);
+}
+
+TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
+  sched::Table t = tableWith({});
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 8, Pattern::kLatency, Caps{}};
+  q.caps.vmmStage = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+  q.caps.vmmZc = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmZc);
+  q.caps.contiguous = false;  // a sender never offers non-contiguous GPU data in place
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+}
+
+TEST_F(Sched, IpcThresholdThroughTheMvapichAlias) {
+  sched::Table t = tableWith({{"MV2_CUDA_IPC_THRESHOLD", "64K"}});
+  Query q{PeerClass::kSameNamespace, mem::MemKind::kDevice, Dst::kGpu, 65535, Pattern::kLatency, Caps{}};
+  q.caps.ipc = true;
+  q.caps.vmmStage = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+  q.bytes = 65536;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  // The bandwidth pattern keeps its own (default) switch point.
+  q.pattern = Pattern::kBandwidth;
+  q.bytes = 100;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+}
+
+TEST_F(Sched, TracerPatternPicksTheBandwidthSwitchPoints) {
+  sched::Table t = tableWith({{"CGDR_CUDA_IPC_THRESHOLD_BW", "1M"}});
+  Query q{PeerClass::kSameNamespace, mem::MemKind::kDevice, Dst::kHost, 512 * 1024, Pattern::kLatency, Caps{}};
+  q.caps.ipc = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  q.pattern = Pattern::kBandwidth;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+  q.bytes = 1 << 20;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+}
+
+TEST_F(Sched, StageMinimumAndCudaEagerLimit) {
+  sched::Table t = tableWith({{"CGDR_CUDA_VMM_STAGE_MIN", "128K"}, {"CGDR_CUDA_EAGER_LIMIT", "4K"}});
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 1000, Pattern::kLatency, Caps{}};
+  q.caps.vmmStage = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+  q.bytes = 128 * 1024;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+  q.dst = Dst::kUnknown;  // the sender's decision
+  q.bytes = 4096;
+  EXPECT_EQ(sched::select(t, q), Channel::kEager);
+  q.bytes = 4097;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+}
+
+TEST_F(Sched, GdrcopyOnlyWhereItExistsAndUpToItsLimit) {
+  sched::Table t = tableWith({{"MV2_GDRCOPY_LIMIT", "2K"}});
+  Query q{PeerClass::kSameNamespace, mem::MemKind::kDevice, Dst::kUnknown, 2048, Pattern::kLatency, Caps{}};
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);  // no gdrdrv: never picked
+  q.caps.gdrcopy = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kGdrcopy);
+  q.bytes = 2049;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+}
+
+TEST_F(Sched, ForcedChannelWhereThePairCanElseTheRules) {
+  sched::Table t = tableWith({{"CGDR_FORCE_CHANNEL", "cuda-vmm-stage"}});
+  EXPECT_EQ(t.forced, Channel::kCudaVmmStage);
+  Query q{PeerClass::kSameNamespace, mem::MemKind::kDevice, Dst::kGpu, 8, Pattern::kLatency, Caps{}};
+  q.caps.ipc = true;
+  q.caps.vmmStage = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+  q.caps.vmmStage = false;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  q.src = mem::MemKind::kHost;  // host data: the stage ring is for device data only
+  q.bytes = 100000;
+  q.caps.cma = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kCma);
+  EXPECT_NE(t.describe().find("forced channel: cuda-vmm-stage"), std::string::npos);
+}
+
+TEST_F(Sched, TuningFileSetsSwitchPoints) {
+  std::string path = ::testing::TempDir() + "cgdr_sched_tuning.conf";
+  {
+    std::ofstream f(path);
+    f << "# measured elsewhere\nCGDR_CUDA_IPC_THRESHOLD = 32K\nCGDR_SHM_EAGER_LIMIT=4K\n";
+  }
+  sched::Table t = tableWith({{"CGDR_TUNING_FILE", path}});
+  Query q{PeerClass::kSameNamespace, mem::MemKind::kDevice, Dst::kGpu, 32767, Pattern::kLatency, Caps{}};
+  q.caps.ipc = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+  q.bytes = 32768;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  Query h{PeerClass::kSameNamespace, mem::MemKind::kHost, Dst::kHost, 4097, Pattern::kLatency, Caps{}};
+  EXPECT_EQ(sched::select(t, h), Channel::kHostPipe);
+  h.bytes = 4096;
+  EXPECT_EQ(sched::select(t, h), Channel::kEager);
+  std::remove(path.c_str());
+}
+
+TEST_F(Sched, DescribeListsEveryRuleList) {
+  sched::Table t = tableWith({});
+  std::string d = t.describe();
+  int lines = 0;
+  for (char c : d) lines += c == '\n';
+  EXPECT_EQ(lines, 1 + 3 * 2 * 3 * 2);
+  EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
+  EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
+}
+
+TEST(Tracer, ClassifyRule) {
+  EXPECT_EQ(sched::classify(0, 0, 64, 0.5), Pattern::kLatency);
+  EXPECT_EQ(sched::classify(63, 63, 64, 0.5), Pattern::kLatency);  // too few calls yet
+  EXPECT_EQ(sched::classify(64, 32, 64, 0.5), Pattern::kBandwidth);
+  EXPECT_EQ(sched::classify(64, 31, 64, 0.5), Pattern::kLatency);
+  EXPECT_EQ(sched::classify(1000, 1000, 64, 1.0), Pattern::kBandwidth);
+  EXPECT_EQ(sched::classify(1000, 0, 0, 0.0), Pattern::kBandwidth);
+}
+
+TEST(Tracer, CountsPerPeer) {
+  base::Registry::instance().resolveAll(env({{"CGDR_TRACE_MIN", "10"}, {"CGDR_TRACE_THRESHOLD", "0.75"}}));
+  sched::Tracer tr;
+  tr.resize(3);
+  for (int i = 0; i < 8; ++i) tr.count(1, true);
+  for (int i = 0; i < 2; ++i) tr.count(1, false);
+  for (int i = 0; i < 20; ++i) tr.count(2, i % 2 == 0);
+  tr.count(7, true);  // out of range: ignored
+  EXPECT_EQ(tr.pattern(0), Pattern::kLatency);
+  EXPECT_EQ(tr.pattern(1), Pattern::kBandwidth);  // 8 of 10
+  EXPECT_EQ(tr.pattern(2), Pattern::kLatency);    // 10 of 20
+  base::Registry::instance().resolveAll(env({{"CGDR_TRACE", "0"}}));
+  EXPECT_EQ(tr.pattern(1), Pattern::kLatency);  // tracing off: latency switch points
+  base::Registry::instance().resolveAll(env({}));
+}
+
+}  // namespace
