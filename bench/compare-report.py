@@ -19,11 +19,13 @@ TESTS = [("latency", "us", "latency (us), lower is better"),
 
 
 def load(path):
+    """size -> value; cgdr-bench reports bandwidth in MB/s (as OSU), the table in GB/s."""
     try:
         data = json.loads(pathlib.Path(path).read_text())
     except (OSError, ValueError):
         return {}
-    return {int(r["size"]): float(r["value"]) for r in data.get("results", [])}
+    scale = 1e-3 if "MB/s" in data.get("unit", "") else 1.0
+    return {int(r["size"]): float(r["value"]) * scale for r in data.get("results", [])}
 
 
 def channels(log):

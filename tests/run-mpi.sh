@@ -22,4 +22,5 @@ esac
 timeout --kill-after=10 --signal=TERM "${CGDRTEST_TIMEOUT:-900}" "${cmd[@]}" "$@"
 rc=$?
 [ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "run-mpi.sh: test killed after ${CGDRTEST_TIMEOUT:-900} s (hang?)" >&2
+[ $rc -ne 0 ] && [ $rc -ne 77 ] && echo "run-mpi.sh: exit code $rc" >&2
 exit $rc

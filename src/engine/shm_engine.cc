@@ -195,7 +195,7 @@ bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer
   }
   std::lock_guard lock(mutex_);
   std::lock_guard producer(p->sendLock);
-  if (!outbound_[p->local].empty() || p->eagerSent + n - p->out.consumed() > eagerCredit_) return false;
+  if (!outbound_[p->local].empty() || !p->out.withinCredit(p->eagerSent + n, eagerCredit_)) return false;
   auto* h = p->out.reserve(static_cast<std::uint32_t>(sizeof(shm::MsgHeader) + n));
   if (!h) return false;
   h->type = static_cast<std::uint16_t>(shm::RecType::kEager);

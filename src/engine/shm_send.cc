@@ -35,7 +35,7 @@ bool ShmSend::tryPost() {
   std::size_t n = data_.size();
   bool sync = mode_ == base::SendMode::kSync;
   bool gpu = n > 0 && data_.mem().onGpu();
-  bool fits = n <= shm::eagerLimit() && peer_.eagerSent + n - peer_.out.consumed() <= shm::eagerCredit();
+  bool fits = n <= shm::eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, shm::eagerCredit());
   bool eager = fits;
   GpuOffer offer;
   GpuPaths* paths = e_.gpu();

@@ -36,6 +36,16 @@ base::Setting<bool> gCma("CGDR_SHM_CMA", "1", "", "Single-copy large messages wi
 
 std::uint64_t gProbe = 0;  // read by peers to test single copy
 
+// The key of the message ring from local rank `sender` to local rank `receiver` (both sides
+// derive it from the job's nonce).
+std::uint64_t ringKey(std::uint64_t nonce, std::uint32_t receiver, std::uint32_t sender) {
+  std::uint64_t x = nonce ^ (std::uint64_t{receiver} << 32 | sender) * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return x | 1;  // never 0, so a zero-filled ring never matches position 0
+}
+
 template <class T>
 T* at(char* base, std::size_t off) {
   return reinterpret_cast<T*>(base + off);
@@ -168,11 +178,13 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
     char* theirs = static_cast<char*>(ep->maps_[i].data());
     p->segment = theirs;
     p->out = MsgRing(at<RingHeader>(theirs, ep->geo_.msgRingOffset(myLocal)),
-                     theirs + ep->geo_.msgRingOffset(myLocal) + sizeof(RingHeader), cfg.ringBytes);
+                     theirs + ep->geo_.msgRingOffset(myLocal) + sizeof(RingHeader), cfg.ringBytes,
+                     ringKey(nonce, i, myLocal));
     p->ctlOut = CtlRing(at<RingHeader>(theirs, ep->geo_.ctlRingOffset(myLocal)),
                         at<CtlRecord>(theirs, ep->geo_.ctlRingOffset(myLocal) + sizeof(RingHeader)), cfg.ctlSlots);
     p->in = MsgRing(at<RingHeader>(ep->mine_, ep->geo_.msgRingOffset(i)),
-                    ep->mine_ + ep->geo_.msgRingOffset(i) + sizeof(RingHeader), cfg.ringBytes);
+                    ep->mine_ + ep->geo_.msgRingOffset(i) + sizeof(RingHeader), cfg.ringBytes,
+                    ringKey(nonce, myLocal, i));
     p->ctlIn = CtlRing(at<RingHeader>(ep->mine_, ep->geo_.ctlRingOffset(i)),
                        at<CtlRecord>(ep->mine_, ep->geo_.ctlRingOffset(i) + sizeof(RingHeader)), cfg.ctlSlots);
     auto* h = static_cast<SegmentHeader*>(static_cast<void*>(theirs));

@@ -39,7 +39,7 @@ struct Peer {
   bool cma = false;          // this rank can read the peer's memory with process_vm_readv
   int pid = -1;              // the peer's pid in this rank's namespace (when cma)
   std::uint32_t seqOut = 0, seqIn = 0;
-  std::uint64_t eagerSent = 0;  // eager bytes sent; credit = eagerSent - out.consumed()
+  std::uint64_t eagerSent = 0;  // eager bytes sent; credit: out.withinCredit()
   bool dead = false;
   std::mutex sendLock;       // serialises this rank's threads producing to the peer
 };

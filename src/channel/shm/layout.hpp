@@ -9,7 +9,7 @@
 namespace cgdr::channel::shm {
 
 constexpr std::uint64_t kSegmentMagic = 0x70656e6f52444743ull;  // "CGDRonep"
-constexpr std::uint32_t kLayoutVersion = 1;
+constexpr std::uint32_t kLayoutVersion = 2;
 constexpr std::size_t kLine = 64;
 
 // Records on a message ring.
@@ -31,7 +31,10 @@ struct alignas(kLine) MsgHeader {
   std::uint64_t size;   // message bytes
   std::uint64_t msgId;  // sender's id of the message, named by control records
   std::uint64_t addr;   // rendezvous: sender's address of the packed bytes (single copy)
-  std::uint64_t reserved[2];
+  std::uint64_t reserved;
+  // Written last (release): the record's ring position XOR the ring's key. The receiver polls
+  // the stamp of the next record itself, so a message costs it one cache-line transfer.
+  std::uint64_t stamp;
 };
 static_assert(sizeof(MsgHeader) == 64);
 

@@ -27,35 +27,33 @@ MsgHeader* MsgRing::reserve(std::uint32_t bytes) {
     auto* p = reinterpret_cast<MsgHeader*>(data_ + at);
     p->len = static_cast<std::uint32_t>(pad);
     p->type = static_cast<std::uint16_t>(RecType::kPad);
+    std::atomic_ref<std::uint64_t>(p->stamp).store(tail_ ^ key_, std::memory_order_release);
     tail_ += pad;
     at = 0;
   }
   pending_ = bytes;
   auto* r = reinterpret_cast<MsgHeader*>(data_ + at);
   r->len = bytes;
+  open_ = r;
   return r;
 }
 
 void MsgRing::commit() {
+  std::atomic_ref<std::uint64_t>(open_->stamp).store(tail_ ^ key_, std::memory_order_release);
   tail_ += pending_;
   pending_ = 0;
-  store(h_->tail, tail_);
+  open_ = nullptr;
+  store(h_->tail, tail_);  // for tools and post-mortems; the consumer polls the stamps
 }
 
 const MsgHeader* MsgRing::peek() {
   while (true) {
-    if (head_ == tailSeen_) {
-      tailSeen_ = load(h_->tail);
-      if (head_ == tailSeen_) return nullptr;
-      if (tailSeen_ < head_ || tailSeen_ - head_ > cap_) {
-        broken_ = true;
-        return nullptr;
-      }
-    }
     std::uint64_t at = head_ % cap_;
     const auto* r = reinterpret_cast<const MsgHeader*>(data_ + at);
+    std::uint64_t stamp = std::atomic_ref<const std::uint64_t>(r->stamp).load(std::memory_order_acquire);
+    if (stamp != (head_ ^ key_)) return nullptr;  // not written yet (or a stale lap)
     std::uint32_t len = r->len;
-    if (len < kLine || len % kLine != 0 || at + len > cap_ || head_ + len > tailSeen_) {
+    if (len < kLine || len % kLine != 0 || at + len > cap_) {
       broken_ = true;
       return nullptr;
     }
@@ -76,7 +74,11 @@ void MsgRing::addConsumed(std::uint64_t n) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_release);
 }
 
-std::uint64_t MsgRing::consumed() const { return load(h_->consumed); }
+bool MsgRing::withinCredit(std::uint64_t sent, std::uint64_t limit) {
+  if (sent - consumedSeen_ <= limit) return true;
+  consumedSeen_ = load(h_->consumed);
+  return sent - consumedSeen_ <= limit;
+}
 
 bool CtlRing::push(const CtlRecord& r) {
   if (tail_ - headSeen_ >= n_) {

@@ -11,7 +11,10 @@ namespace cgdr::channel::shm {
 class MsgRing {
  public:
   MsgRing() = default;
-  MsgRing(RingHeader* h, char* data, std::uint32_t bytes) : h_(h), data_(data), cap_(bytes) {}
+  // `key` (the same on both sides, different per job and ring) makes stale bytes of an earlier
+  // lap never look like a record.
+  MsgRing(RingHeader* h, char* data, std::uint32_t bytes, std::uint64_t key)
+      : h_(h), data_(data), cap_(bytes), key_(key) {}
 
   // Producer: space for a record of `bytes` (rounded up to 64), or nullptr if the ring is full.
   // Write the record there, then commit().
@@ -21,17 +24,21 @@ class MsgRing {
   const MsgHeader* peek();
   void pop();
   bool broken() const { return broken_; }
-  // Credits: the consumer adds the eager bytes it matched; the producer reads the total.
+  // Credits: the consumer adds the eager bytes it matched; the producer checks that `sent` eager
+  // bytes stay within `limit` of that total (reading the consumer's counter only when its last
+  // reading says they might not).
   void addConsumed(std::uint64_t n);
-  std::uint64_t consumed() const;
+  bool withinCredit(std::uint64_t sent, std::uint64_t limit);
   std::uint32_t capacity() const { return cap_; }
 
  private:
   RingHeader* h_ = nullptr;
   char* data_ = nullptr;
   std::uint32_t cap_ = 0;
+  std::uint64_t key_ = 0;
   // Producer state.
-  std::uint64_t tail_ = 0, headSeen_ = 0, pending_ = 0;
+  std::uint64_t tail_ = 0, headSeen_ = 0, pending_ = 0, consumedSeen_ = 0;
+  MsgHeader* open_ = nullptr;  // the reserved record, stamped by commit()
   // Consumer state.
   std::uint64_t head_ = 0, tailSeen_ = 0;
   bool broken_ = false;
