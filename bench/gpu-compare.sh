@@ -5,6 +5,7 @@
 #   Container-Opt  cgdr in container mode: co-located GPU channels across the namespaces
 #   Native         cgdr, both ranks in one namespace
 #   floor          a bare cudaMemcpyPeerAsync of the same size (cgdr-peer-copy-bench)
+# Every variant runs on CPUs 2 and 3, one rank each,
 # plus Container-Opt with exportable cuMem buffers (V V: zero copy). For latency, bw and bibw,
 # sizes 1 B .. 256 MiB. Writes the raw results under OUTDIR, and the table (markdown) and the
 # plot (PNG) to the given docs paths; prints which channel served each size.
@@ -43,13 +44,13 @@ run() {  # NAME TIMEOUT COMMAND...: output in $out/NAME.log
 echo "floor: exit $?"
 for t in $tests; do
   o=${opts[$t]}
-  run "$t-native" "$limit" mpirun --bind-to none -np 2 -x LD_PRELOAD="$lib" -x CGDR_STATS=1 \
+  run "$t-native" "$limit" mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" -x CGDR_STATS=1 \
     "$b" $t D D -m "$range" $o --json "$out/$t-native.json"
-  run "$t-opt" "$limit" "$pods" -n 2 --gpus "0;1" -x CGDR_STATS=1 -- \
+  run "$t-opt" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t D D -m "$range" $o --json "$out/$t-opt.json"
-  run "$t-optvmm" "$limit" "$pods" -n 2 --gpus "0;1" -x CGDR_STATS=1 -- \
+  run "$t-optvmm" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t V V -m "$range" $o --json "$out/$t-optvmm.json"
-  run "$t-def" "$limit" "$pods" -n 2 --gpus "0;1" -x CGDR_LOCALITY=off -- \
+  run "$t-def" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_LOCALITY=off -- \
     "$b" $t D D -m "$range" $o --json "$out/$t-def.json"
 done
 python3 "$top/bench/compare-report.py" "$out" "$table" "$plot"

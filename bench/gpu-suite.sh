@@ -48,7 +48,8 @@ if has build 100; then
      cmake --build "$build" -j"$(nproc)" >> "$logs/build.log" 2>&1; then
     say "build: ok"
   else
-    say "build: FAILED (see build.log)"; tail -30 "$logs/build.log"
+    say "build: FAILED (see build.log); the other steps are skipped"; grep -E "error" -A3 "$logs/build.log" | head -30
+    steps="env"
   fi
 fi
 export LD_LIBRARY_PATH="$top/.deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -65,8 +66,8 @@ if has tests 60; then
 fi
 
 if has pods 60; then
-  (cd "$build" && timeout 200 "$top/tests/pods/gpu.sh" "$build") > "$logs/pods-gpu.log" 2>&1
-  say "pods GPU test: exit $?"; grep -E "^(FAIL|PASS|SKIP|rank|pair)" "$logs/pods-gpu.log" | head -20 | tee -a "$summary"
+  (cd "$build" && timeout 280 "$top/tests/pods/gpu.sh" "$build") > "$logs/pods-gpu.log" 2>&1
+  say "pods GPU test: exit $?"; grep -E "^(FAIL|PASS|SKIP|pair|step)" "$logs/pods-gpu.log" | head -24 | tee -a "$summary"
 fi
 
 if has compare 100; then
@@ -86,16 +87,41 @@ if has hostperf 60; then
     local n=$1; shift
     timeout 60 "$@" > "$logs/$n.log" 2>&1 || say "$n: exit $?"
   }
+  hpj=$logs/hostperf
+  mkdir -p "$hpj"
+  nat=(mpirun --bind-to core --map-by core -np 2)
   for t in latency bw; do
     o="-m 0:4M"; [ $t = latency ] && o="-m 0:4M -i 20000:1000"
-    hp "$t-HH-plainnative" mpirun --bind-to core --map-by core -np 2 "$b" $t H H $o --json "$logs/hp-$t-plainnative.json"
-    hp "$t-HH-cgdrnative" mpirun --bind-to core --map-by core -np 2 -x LD_PRELOAD="$lib" "$b" $t H H $o --json "$logs/hp-$t-cgdrnative.json"
-    hp "$t-HH-cgdrpods" "$pods" -n 2 --cpus "2;3" -- "$b" $t H H $o --json "$logs/hp-$t-cgdrpods.json"
-    hp "$t-HH-plainpods" "$pods" -n 2 --cpus "2;3" --no-cgdr -- "$b" $t H H $o --json "$logs/hp-$t-plainpods.json"
-    hp "$t-HH-offpods" "$pods" -n 2 --cpus "2;3" -x CGDR_LOCALITY=off -- "$b" $t H H $o --json "$logs/hp-$t-offpods.json"
+    hp "$t-HH-plainnative" "${nat[@]}" "$b" $t H H $o --json "$hpj/$t-HH-plainnative.json"
+    hp "$t-HH-cgdrnative" "${nat[@]}" -x LD_PRELOAD="$lib" "$b" $t H H $o --json "$hpj/$t-HH-cgdrnative.json"
+    hp "$t-HH-cgdrnativenocma" "${nat[@]}" -x LD_PRELOAD="$lib" -x CGDR_SHM_CMA=0 "$b" $t H H $o \
+      --json "$hpj/$t-HH-cgdrnativenocma.json"
+    hp "$t-HH-cgdrpods" "$pods" -n 2 --cpus "2;3" -- "$b" $t H H $o --json "$hpj/$t-HH-cgdrpods.json"
+    hp "$t-HH-plainpods" "$pods" -n 2 --cpus "2;3" --no-cgdr -- "$b" $t H H $o --json "$hpj/$t-HH-plainpods.json"
+    hp "$t-HH-offpods" "$pods" -n 2 --cpus "2;3" -x CGDR_LOCALITY=off -- "$b" $t H H $o --json "$hpj/$t-HH-offpods.json"
   done
-  mkdir -p "$logs/hostperf"; mv "$logs"/hp-*.json "$logs/hostperf/" 2>/dev/null
   python3 "$top/bench/side-by-side.py" "$logs/hostperf" | tee -a "$summary"
+fi
+
+if has tune 60; then
+  # Switch points and sizes of the pipelines: host chunks across pods (H H) and the cuMem staging
+  # ring's block (D D across pods), a few settings side by side.
+  b=$build/tools/cgdr-bench/cgdr-bench
+  pods=$build/bin/cgdr-pods
+  for v in "CGDR_SHM_CHUNK_BYTES=256K" "CGDR_SHM_CHUNK_BYTES=128K" "CGDR_SHM_CHUNK_BYTES=1M" \
+           "CGDR_SHM_CHUNKS=16"; do
+    say "tune H H pods bw $v: $(timeout 40 "$pods" -n 2 --cpus "2;3" -x "$v" -- "$b" bw H H -m 512K:4M 2>&1 |
+      grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2/1000}')"
+  done
+  for v in "CGDR_CUDA_BLOCK_SIZE=4M" "CGDR_CUDA_BLOCK_SIZE=2M" "CGDR_CUDA_BLOCK_SIZE=16M" \
+           "CGDR_CUDA_STAGE_SLOTS=16"; do
+    say "tune D D pods bw $v: $(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x "$v" -- "$b" bw D D -m 4M:256M \
+      -i 20:4 -W 16 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2/1000}')"
+  done
+  for v in "CGDR_FORCE_CHANNEL=auto" "CGDR_FORCE_CHANNEL=host-pipeline" "CGDR_FORCE_CHANNEL=cuda-vmm-stage"; do
+    say "tune D D pods latency $v: $(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x "$v" -- "$b" latency D D \
+      -m 1:4M -i 200:20 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2}')"
+  done
 fi
 
 if has bench 60; then

@@ -3,6 +3,12 @@
 // iterations (what a ping-pong's one-way time is compared with). Bandwidth: a window of copies
 // back to back, then one synchronize (as osu_bw / cgdr-bench bw count). Prints a table and, with
 // --json FILE, writes {"latency": {size: us}, "bw": {size: GB/s}}.
+// More latency columns show what the engine's paths cost at their floor: "push+event" (the copy
+// on the source GPU's stream, completion seen by polling an event), "pull+sync" and "pull+event"
+// (the destination GPU pulls with cudaMemcpyAsync, as cuda-ipc's receiver does),
+// "stage 2 sync" (a local copy into a staging buffer, synchronize, then the peer pull,
+// synchronize: cuda-vmm-stage with a host round trip between its copies) and "stage chained"
+// (the same two copies ordered on the GPU, one synchronize: what GPU-side chaining could reach).
 //   cgdr-peer-copy-bench [--from 0] [--to 1] [-m MIN:MAX] [-i N] [--json FILE]
 #include <cuda_runtime.h>
 
@@ -64,18 +70,40 @@ int main(int argc, char** argv) {
     std::printf("SKIP cgdr-peer-copy-bench: needs GPUs %d and %d (found %d)\n", from, to, n);
     return 77;
   }
-  void *src = nullptr, *dst = nullptr;
+  void *src = nullptr, *dst = nullptr, *stage = nullptr;
   check(cudaSetDevice(to), "cudaSetDevice");
   check(cudaMalloc(&dst, hi), "cudaMalloc (destination)");
+  int canBack = 0;
+  cudaDeviceCanAccessPeer(&canBack, to, from);
+  if (canBack && from != to) check(cudaDeviceEnablePeerAccess(from, 0), "cudaDeviceEnablePeerAccess");
+  cudaStream_t pullStream;
+  cudaEvent_t ev;
+  check(cudaStreamCreateWithFlags(&pullStream, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
   check(cudaSetDevice(from), "cudaSetDevice");
   check(cudaMalloc(&src, hi), "cudaMalloc (source)");
+  check(cudaMalloc(&stage, std::min<std::size_t>(hi, std::size_t{1} << 20)), "cudaMalloc (stage)");
   int canAccess = 0;
   cudaDeviceCanAccessPeer(&canAccess, from, to);
   if (canAccess && from != to) check(cudaDeviceEnablePeerAccess(to, 0), "cudaDeviceEnablePeerAccess");
   cudaStream_t s;
+  cudaEvent_t evFrom;
+  check(cudaEventCreateWithFlags(&evFrom, cudaEventDisableTiming), "cudaEventCreate");
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
   std::printf("# bare cudaMemcpyPeerAsync GPU %d -> GPU %d (peer access %s)\n", from, to, canAccess ? "on" : "off");
-  std::printf("# %12s %14s %14s\n", "bytes", "latency(us)", "bw(GB/s)");
+  std::printf("# %12s %14s %14s %14s %14s %14s %14s %14s\n", "bytes", "latency(us)", "bw(GB/s)", "push+event",
+              "pull+sync", "pull+event", "stage 2 sync", "stage chained");
+  // Median of `it` timed runs of f (after 10 untimed ones), in microseconds.
+  auto median = [](int it, auto&& f) {
+    std::vector<double> t;
+    for (int k = 0; k < it + 10; ++k) {
+      double t0 = now();
+      f();
+      if (k >= 10) t.push_back(now() - t0);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2] * 1e6;
+  };
   std::string jl, jb;
   for (std::size_t size = lo; size <= hi; size = size ? size * 2 : 1) {
     int it = size > (1u << 20) ? std::max(20, iters / 20) : iters;
@@ -96,7 +124,44 @@ int main(int argc, char** argv) {
       for (int w = 0; w < window; ++w) check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     double bw = double(size) * window * reps / (now() - t0) / 1e9;
-    std::printf("  %12zu %14.2f %14.2f\n", size, lat, bw);
+    // Push (the source GPU's stream) or pull (the destination GPU's, with its device current),
+    // completion seen by a stream synchronize or by polling an event.
+    auto waitEvent = [&](cudaEvent_t e, cudaStream_t st) {
+      check(cudaEventRecord(e, st), "cudaEventRecord");
+      while (cudaEventQuery(e) == cudaErrorNotReady) {
+      }
+    };
+    double pushEv = median(it, [&] {
+      check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
+      waitEvent(evFrom, s);
+    });
+    check(cudaSetDevice(to), "cudaSetDevice");
+    double pullSync = median(it, [&] {
+      check(cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, pullStream), "cudaMemcpyAsync (pull)");
+      check(cudaStreamSynchronize(pullStream), "cudaStreamSynchronize");
+    });
+    double pull = median(it, [&] {
+      check(cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, pullStream), "cudaMemcpyAsync (pull)");
+      waitEvent(ev, pullStream);
+    });
+    check(cudaSetDevice(from), "cudaSetDevice");
+    // The staging variants only for sizes a staging block holds (the ring moves 1 block at a time).
+    double two = 0, chained = 0;
+    if (size <= (std::size_t{1} << 20)) {
+      two = median(it, [&] {
+        check(cudaMemcpyAsync(stage, src, size, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync (stage)");
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+        check(cudaMemcpyPeerAsync(dst, to, stage, from, size, s), "cudaMemcpyPeerAsync");
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      });
+      chained = median(it, [&] {
+        check(cudaMemcpyAsync(stage, src, size, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync (stage)");
+        check(cudaMemcpyPeerAsync(dst, to, stage, from, size, s), "cudaMemcpyPeerAsync");
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      });
+    }
+    std::printf("  %12zu %14.2f %14.2f %14.2f %14.2f %14.2f %14.2f %14.2f\n", size, lat, bw, pushEv, pullSync, pull, two,
+                chained);
     char e[96];
     std::snprintf(e, sizeof e, "%s\"%zu\": %.3f", jl.empty() ? "" : ", ", size, lat);
     jl += e;

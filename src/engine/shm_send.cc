@@ -161,7 +161,7 @@ bool ShmSend::pumpAsync() {
     b.len = std::min<std::uint64_t>(block, toSend_ - sent_);
     char* dst = devRing_ ? ring_.base + std::size_t(slot) * ring_.slotBytes : ep.chunk(slot);
     base::Status st = b.copy.start(dst, data_.gpuData() + sent_, b.len, device,
-                                   devRing_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost);
+                                   devRing_ ? mem::CopyDir::kStage : mem::CopyDir::kToHost);
     if (!st.isOk()) {
       abort(st);
       return true;

@@ -20,7 +20,7 @@ constexpr int kMaxDevices = 64;
 
 struct Streams {
   std::mutex mutex;
-  cudaStream_t s[kMaxDevices][3] = {};
+  cudaStream_t s[kMaxDevices][4] = {};
   std::vector<cudaEvent_t> events;
 };
 

@@ -7,8 +7,11 @@
 
 namespace cgdr::mem {
 
-// Each direction has its own stream per device; kPeer is device-to-device (local or over NVLink).
-enum class CopyDir { kToHost, kToDevice, kPeer };
+// Each direction has its own stream per device, so copies of different kinds never queue behind
+// each other: kPeer is a receiver's device-to-device copy (a pull over NVLink or a local one),
+// kStage a sender's local copy into its staging ring (which must not wait behind the same GPU's
+// pulls when two ranks send to each other at once).
+enum class CopyDir { kToHost, kToDevice, kPeer, kStage };
 
 // One asynchronous copy; completion is polled or waited for. Move-only.
 class GpuCopy {

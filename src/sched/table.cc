@@ -1,5 +1,6 @@
 // The rule table in force: defaults (measured on nvidia-h200-x2, see docs/performance.md),
 // overridden by settings (environment, MV2_* aliases, CGDR_TUNING_FILE).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -18,6 +19,11 @@ Setting<Bytes> gCudaEager("CGDR_CUDA_EAGER_LIMIT", "0", "bytes",
                           "GPU messages up to this size are staged through host memory into the ring; larger "
                           "ones rendezvous so the receiver can pull them (latency-bound traffic).");
 Setting<Bytes> gCudaEagerBw("CGDR_CUDA_EAGER_LIMIT_BW", "0", "bytes", "As CGDR_CUDA_EAGER_LIMIT, for bandwidth-bound traffic.");
+Setting<Bytes> gCudaEagerXns("CGDR_CUDA_EAGER_LIMIT_CONTAINER", "64K", "bytes",
+                             "As CGDR_CUDA_EAGER_LIMIT, for peers in another container (capped by the ring's eager "
+                             "limit): there a cudaMalloc buffer has no single-copy path, and a copy to host and one "
+                             "back beat the two device copies and the extra round trips of the cuMem ring for small "
+                             "messages.");
 Setting<Bytes> gIpc("CGDR_CUDA_IPC_THRESHOLD", "0", "bytes",
                     "GPU messages from this size on are pulled through CUDA IPC or shared cuMem memory.",
                     {"MV2_CUDA_IPC_THRESHOLD"});
@@ -42,6 +48,7 @@ void fill(Table& t, PeerClass p) {
     Pattern pt = static_cast<Pattern>(pat);
     bool bw = pt == Pattern::kBandwidth;
     std::size_t cudaEager = (bw ? gCudaEagerBw : gCudaEager).get().value;
+    if (p == PeerClass::kContainer) cudaEager = std::max(cudaEager, gCudaEagerXns.get().value);
     std::size_t ipc = (bw ? gIpcBw : gIpc).get().value;
     std::size_t eager = channel::shm::eagerLimit();
     // Host source: eager, then single copy, then the chunk pipeline.

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <mutex>
@@ -24,6 +25,12 @@ struct Nvml {
   NvmlReturn (*byBus)(const char*, NvmlDevice*) = nullptr;
   NvmlReturn (*linkState)(NvmlDevice, unsigned, int*) = nullptr;
   NvmlReturn (*remotePci)(NvmlDevice, unsigned, NvmlPciInfo*) = nullptr;
+  // Optional: GPU pairs NVML itself reports as joined by NVLink (also through NVSwitches, whose
+  // PCI ids a link's remote end shows instead of the peer GPU's).
+  NvmlReturn (*count)(unsigned*) = nullptr;
+  NvmlReturn (*byIndex)(unsigned, NvmlDevice*) = nullptr;
+  NvmlReturn (*pciInfo)(NvmlDevice, NvmlPciInfo*) = nullptr;
+  NvmlReturn (*p2p)(NvmlDevice, NvmlDevice, int, int*) = nullptr;
   std::string why;
   bool ok = false;
 };
@@ -41,6 +48,10 @@ const Nvml& nvml() {
     v.linkState = reinterpret_cast<NvmlReturn (*)(NvmlDevice, unsigned, int*)>(dlsym(h, "nvmlDeviceGetNvLinkState"));
     v.remotePci =
         reinterpret_cast<NvmlReturn (*)(NvmlDevice, unsigned, NvmlPciInfo*)>(dlsym(h, "nvmlDeviceGetNvLinkRemotePciInfo_v2"));
+    v.count = reinterpret_cast<NvmlReturn (*)(unsigned*)>(dlsym(h, "nvmlDeviceGetCount_v2"));
+    v.byIndex = reinterpret_cast<NvmlReturn (*)(unsigned, NvmlDevice*)>(dlsym(h, "nvmlDeviceGetHandleByIndex_v2"));
+    v.pciInfo = reinterpret_cast<NvmlReturn (*)(NvmlDevice, NvmlPciInfo*)>(dlsym(h, "nvmlDeviceGetPciInfo_v3"));
+    v.p2p = reinterpret_cast<NvmlReturn (*)(NvmlDevice, NvmlDevice, int, int*)>(dlsym(h, "nvmlDeviceGetP2PStatus"));
     if (!v.init || !v.byBus || !v.linkState || !v.remotePci) {
       v.why = "NVML lacks the NVLink queries";
       return v;
@@ -53,6 +64,12 @@ const Nvml& nvml() {
     return v;
   }();
   return n;
+}
+
+std::string busName(const NvmlPciInfo& pci) {
+  char id[32];
+  std::snprintf(id, sizeof id, "%04x:%02x:%02x.0", pci.domain, pci.bus, pci.device);
+  return id;
 }
 
 }  // namespace
@@ -74,9 +91,22 @@ bool nvlinkPeers(const std::string& busId, std::vector<std::string>* peers, std:
     if (n.linkState(dev, l, &active) != 0 || !active) continue;
     NvmlPciInfo pci{};
     if (n.remotePci(dev, l, &pci) != 0) continue;
-    char id[32];
-    std::snprintf(id, sizeof id, "%04x:%02x:%02x.0", pci.domain, pci.bus, pci.device);
-    peers->push_back(id);
+    peers->push_back(busName(pci));
+  }
+  // GPUs behind NVSwitches: the links' remote ends are the switches, so ask NVML about every GPU
+  // it sees (in a container only the GPUs mapped into it).
+  unsigned count = 0;
+  if (n.count && n.byIndex && n.pciInfo && n.p2p && n.count(&count) == 0) {
+    for (unsigned i = 0; i < count; ++i) {
+      NvmlDevice other = nullptr;
+      NvmlPciInfo pci{};
+      if (n.byIndex(i, &other) != 0 || other == dev || n.pciInfo(other, &pci) != 0) continue;
+      int status = -1;
+      constexpr int kCapsNvlink = 2, kStatusOk = 0;  // NVML_P2P_CAPS_INDEX_NVLINK, NVML_P2P_STATUS_OK
+      if (n.p2p(dev, other, kCapsNvlink, &status) != 0 || status != kStatusOk) continue;
+      std::string id = busName(pci);
+      if (std::find(peers->begin(), peers->end(), id) == peers->end()) peers->push_back(id);
+    }
   }
   return true;
 }

@@ -14,7 +14,12 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 expect() { grep -Eq -- "$2" <<<"$1" || { fail "$3: no line matches '$2'"; echo "$1" | grep -E "^(pair|matrix|rank [0-9]+ ->)" | head -8; }; }
 refuse() { grep -Eq -- "$2" <<<"$1" && fail "$3: a line matches '$2'"; return 0; }
 leftovers() { ls -A "$1" 2>/dev/null | grep -E '^cgdr-' || true; }
-no_bridges() { ip -o link show type bridge 2>/dev/null | grep -q cgdrbr && fail "a cgdr-pods bridge was left behind"; return 0; }
+no_bridges() {
+  local left
+  left=$("$BIN/bin/cgdr-pods-net" bridges cgdrbr) || { fail "cannot list the bridges"; return 0; }
+  [ -n "$left" ] && fail "a cgdr-pods bridge was left behind: $left"
+  return 0
+}
 finish() {
   no_bridges
   [ $failures -eq 0 ] && echo "PASS $(basename "$0")" || echo "FAIL $(basename "$0") ($failures)"

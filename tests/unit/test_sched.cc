@@ -47,6 +47,9 @@ Channel expected(const Query& q) {
   }
   if (q.dst == Dst::kUnknown) {
     if (q.caps.gdrcopy && q.bytes <= 8192) return Channel::kGdrcopy;
+    // Across containers small GPU messages are staged through host memory (64 KiB by default,
+    // capped later by the ring's eager limit); elsewhere they rendezvous for a single copy.
+    if (q.peer == PeerClass::kContainer && q.bytes <= 65536) return Channel::kEager;
     return q.bytes == 0 ? Channel::kEager : Channel::kHostPipe;
   }
   if (q.peer == PeerClass::kSelf && q.caps.contiguous) return Channel::kSelf;
@@ -128,7 +131,8 @@ TEST_F(Sched, TracerPatternPicksTheBandwidthSwitchPoints) {
 }
 
 TEST_F(Sched, StageMinimumAndCudaEagerLimit) {
-  sched::Table t = tableWith({{"CGDR_CUDA_VMM_STAGE_MIN", "128K"}, {"CGDR_CUDA_EAGER_LIMIT", "4K"}});
+  sched::Table t = tableWith(
+      {{"CGDR_CUDA_VMM_STAGE_MIN", "128K"}, {"CGDR_CUDA_EAGER_LIMIT", "4K"}, {"CGDR_CUDA_EAGER_LIMIT_CONTAINER", "0"}});
   Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 1000, Pattern::kLatency, Caps{}};
   q.caps.vmmStage = true;
   EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
@@ -139,6 +143,17 @@ TEST_F(Sched, StageMinimumAndCudaEagerLimit) {
   EXPECT_EQ(sched::select(t, q), Channel::kEager);
   q.bytes = 4097;
   EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+}
+
+TEST_F(Sched, ContainerPeersStageSmallGpuMessagesThroughHost) {
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kUnknown, 65536, Pattern::kLatency, Caps{}};
+  EXPECT_EQ(sched::select(tableWith({}), q), Channel::kEager);
+  q.bytes = 65537;
+  EXPECT_EQ(sched::select(tableWith({}), q), Channel::kHostPipe);
+  EXPECT_EQ(sched::select(tableWith({{"CGDR_CUDA_EAGER_LIMIT_CONTAINER", "1M"}}), q), Channel::kEager);
+  q.peer = PeerClass::kSameNamespace;  // there the receiver pulls with one copy instead
+  q.bytes = 8;
+  EXPECT_EQ(sched::select(tableWith({}), q), Channel::kHostPipe);
 }
 
 TEST_F(Sched, GdrcopyOnlyWhereItExistsAndUpToItsLimit) {

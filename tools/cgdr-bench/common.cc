@@ -201,14 +201,19 @@ std::vector<std::size_t> sizes(const Options& o) {
   return out;
 }
 
-// OSU: 10000/100 below 8 KiB, 1000/10 above (LARGE_MESSAGE_SIZE = 8192).
+// OSU: latency and collectives 10000/100 iterations below 8 KiB and 1000/10 above
+// (LARGE_MESSAGE_SIZE = 8192); the windowed bw/bibw 100/10 and 20/2 (each iteration moves a window).
+namespace {
+bool windowed(const Options& o) { return o.test == "bw" || o.test == "bibw"; }
+}  // namespace
+
 int itersFor(const Options& o, std::size_t size) {
-  if (size > 8192) return o.itersLarge > 0 ? o.itersLarge : (o.iters > 0 ? o.iters : 1000);
-  return o.iters > 0 ? o.iters : 10000;
+  if (size > 8192) return o.itersLarge > 0 ? o.itersLarge : (o.iters > 0 ? o.iters : windowed(o) ? 20 : 1000);
+  return o.iters > 0 ? o.iters : windowed(o) ? 100 : 10000;
 }
 int warmupFor(const Options& o, std::size_t size) {
-  if (size > 8192) return o.warmupLarge >= 0 ? o.warmupLarge : (o.warmup >= 0 ? o.warmup : 10);
-  return o.warmup >= 0 ? o.warmup : 100;
+  if (size > 8192) return o.warmupLarge >= 0 ? o.warmupLarge : (o.warmup >= 0 ? o.warmup : windowed(o) ? 2 : 10);
+  return o.warmup >= 0 ? o.warmup : windowed(o) ? 10 : 100;
 }
 
 void printHeader(const Options& o, const Report& r, bool collective) {
