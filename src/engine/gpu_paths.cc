@@ -21,7 +21,7 @@ namespace {
 base::Setting<bool> gVmm("CGDR_CUDA_VMM", "1", "",
                          "Share cuMem memory between co-located ranks through file descriptors (cuda-vmm channels; "
                          "the only GPU path across PID namespaces).");
-base::Setting<base::Bytes> gBlock("CGDR_CUDA_BLOCK_SIZE", "4M", "bytes",
+base::Setting<base::Bytes> gBlock("CGDR_CUDA_BLOCK_SIZE", "16M", "bytes",
                                   "Block size of the cuMem staging ring (cuda-vmm-stage pipelines in blocks of this "
                                   "size).",
                                   {"MV2_CUDA_BLOCK_SIZE"});

@@ -28,7 +28,7 @@ Setting<Bytes> gIpc("CGDR_CUDA_IPC_THRESHOLD", "0", "bytes",
                     "GPU messages from this size on are pulled through CUDA IPC or shared cuMem memory.",
                     {"MV2_CUDA_IPC_THRESHOLD"});
 Setting<Bytes> gIpcBw("CGDR_CUDA_IPC_THRESHOLD_BW", "0", "bytes", "As CGDR_CUDA_IPC_THRESHOLD, for bandwidth-bound traffic.");
-Setting<Bytes> gStageMin("CGDR_CUDA_VMM_STAGE_MIN", "0", "bytes",
+Setting<Bytes> gStageMin("CGDR_CUDA_VMM_STAGE_MIN", "128K", "bytes",
                          "GPU messages from this size on may go through the sender's cuMem staging ring when no "
                          "single-copy path exists (smaller: host staging).");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",

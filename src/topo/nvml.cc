@@ -1,5 +1,7 @@
 #include "topo/nvml.hpp"
 
+#include "base/log.hpp"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -91,6 +93,7 @@ bool nvlinkPeers(const std::string& busId, std::vector<std::string>* peers, std:
     if (n.linkState(dev, l, &active) != 0 || !active) continue;
     NvmlPciInfo pci{};
     if (n.remotePci(dev, l, &pci) != 0) continue;
+    CGDR_LOG(kDebug, kTopo, "GPU %s NVLink %u active, remote end %s", busId.c_str(), l, busName(pci).c_str());
     peers->push_back(busName(pci));
   }
   // GPUs behind NVSwitches: the links' remote ends are the switches, so ask NVML about every GPU
@@ -103,7 +106,10 @@ bool nvlinkPeers(const std::string& busId, std::vector<std::string>* peers, std:
       if (n.byIndex(i, &other) != 0 || other == dev || n.pciInfo(other, &pci) != 0) continue;
       int status = -1;
       constexpr int kCapsNvlink = 2, kStatusOk = 0;  // NVML_P2P_CAPS_INDEX_NVLINK, NVML_P2P_STATUS_OK
-      if (n.p2p(dev, other, kCapsNvlink, &status) != 0 || status != kStatusOk) continue;
+      int rc = n.p2p(dev, other, kCapsNvlink, &status);
+      CGDR_LOG(kDebug, kTopo, "GPU %s to GPU %s: NVML NVLink P2P query %d, status %d", busId.c_str(),
+               busName(pci).c_str(), rc, status);
+      if (rc != 0 || status != kStatusOk) continue;
       std::string id = busName(pci);
       if (std::find(peers->begin(), peers->end(), id) == peers->end()) peers->push_back(id);
     }

@@ -18,9 +18,13 @@ run() {  # run LABEL PODS-ARGS... -- PROGRAM ARGS...
   out=$(CGDR_STATS=1 timeout 300 "$PODS" "$@" 2>&1)
   grep -q "^PASS" <<<"$out" || fail "$label: $(grep -E 'FAIL|rror|killed' <<<"$out" | head -3)"
   echo "step '$label': $((SECONDS - t0)) s" >&2
+  grep -E "stats: (channels|sizes)" <<<"$out" | sort -u | head -12 >&2
   echo "$out"
 }
 
+# What NVML and the identity records say about the GPUs and their links, for the log.
+"$PODS" -n 2 --gpus "0;1" -x CGDR_LOG_LEVEL=debug -x CGDR_LOG_SUBSYS=topo -- "$INFO" 2>&1 |
+  grep -E "NVLink|NVML|GPU [0-9]" | sort -u | head -20 >&2
 out=$("$PODS" -n 2 --gpus "0;1" -- "$INFO" --locality 2>&1)
 echo "$out" | grep -E "^(rank [0-9]+ ->|pair)" | head -4
 expect "$out" "^pair 0 1 relation=2 engine=1 .*ipcImport=0 ipcExport=0 vmm=1 .*nvlink=1 path=NVLink" \

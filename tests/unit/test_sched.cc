@@ -56,7 +56,8 @@ Channel expected(const Query& q) {
   if (device && q.caps.contiguous) {
     if (q.caps.ipc) return Channel::kCudaIpc;
     if (q.caps.vmmZc) return Channel::kCudaVmmZc;
-    if (q.caps.vmmStage) return Channel::kCudaVmmStage;
+    // Below 128 KiB the host pipeline beats the cuMem ring's two device copies.
+    if (q.caps.vmmStage && q.bytes >= 128 * 1024) return Channel::kCudaVmmStage;
   }
   return Channel::kHostPipe;
 }
@@ -98,7 +99,10 @@ TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
   sched::Table t = tableWith({});
   Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 8, Pattern::kLatency, Caps{}};
   q.caps.vmmStage = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);  // small: host staging is faster
+  q.bytes = 128 * 1024;
   EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+  q.bytes = 8;
   q.caps.vmmZc = true;
   EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmZc);
   q.caps.contiguous = false;  // a sender never offers non-contiguous GPU data in place

@@ -22,7 +22,7 @@ namespace {
 base::Setting<base::Bytes> gRing("CGDR_SHM_RING_BYTES", "64K", "bytes",
                                  "Message ring per ordered pair of co-located ranks (envelopes and eager data).");
 base::Setting<long long> gCtl("CGDR_SHM_CTL_SLOTS", "256", "records", "Control-ring slots per ordered pair.");
-base::Setting<long long> gChunks("CGDR_SHM_CHUNKS", "8", "chunks", "Bulk chunks per rank for large messages.");
+base::Setting<long long> gChunks("CGDR_SHM_CHUNKS", "16", "chunks", "Bulk chunks per rank for large messages.");
 base::Setting<base::Bytes> gChunkBytes("CGDR_SHM_CHUNK_BYTES", "256K", "bytes",
                                        "Size of one bulk chunk (the pipelining unit of large copies).");
 base::Setting<base::Bytes> gEager("CGDR_SHM_EAGER_LIMIT", "8K", "bytes",
@@ -30,7 +30,7 @@ base::Setting<base::Bytes> gEager("CGDR_SHM_EAGER_LIMIT", "8K", "bytes",
 base::Setting<base::Bytes> gCredit("CGDR_SHM_EAGER_CREDIT", "1M", "bytes",
                                    "Unmatched eager bytes one sender may leave at a receiver before it switches to "
                                    "rendezvous (bounds unexpected-message memory).");
-base::Setting<long long> gDevSlots("CGDR_CUDA_STAGE_SLOTS", "8", "blocks",
+base::Setting<long long> gDevSlots("CGDR_CUDA_STAGE_SLOTS", "4", "blocks",
                                    "Blocks of each rank's cuMem staging ring (cuda-vmm-stage).");
 base::Setting<bool> gCma("CGDR_SHM_CMA", "1", "", "Single-copy large messages with process_vm_readv where a probe shows it works.");
 
