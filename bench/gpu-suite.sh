@@ -108,17 +108,15 @@ if has tune 60; then
   # ring's block (D D across pods), a few settings side by side.
   b=$build/tools/cgdr-bench/cgdr-bench
   pods=$build/bin/cgdr-pods
-  for v in "CGDR_SHM_CHUNK_BYTES=256K" "CGDR_SHM_CHUNK_BYTES=128K" "CGDR_SHM_CHUNK_BYTES=1M" \
-           "CGDR_SHM_CHUNKS=16"; do
+  for v in ${TUNE_HOST:-"CGDR_SHM_CHUNKS=16"}; do
     say "tune H H pods bw $v: $(timeout 40 "$pods" -n 2 --cpus "2;3" -x "$v" -- "$b" bw H H -m 512K:4M 2>&1 |
       grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2/1000}')"
   done
-  for v in "CGDR_CUDA_BLOCK_SIZE=4M" "CGDR_CUDA_BLOCK_SIZE=2M" "CGDR_CUDA_BLOCK_SIZE=16M" \
-           "CGDR_CUDA_STAGE_SLOTS=16"; do
+  for v in ${TUNE_DEV:-"CGDR_CUDA_STAGE_SLOTS=4" "CGDR_CUDA_STAGE_SLOTS=8" "CGDR_CUDA_BLOCK_SIZE=32M"}; do
     say "tune D D pods bw $v: $(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x "$v" -- "$b" bw D D -m 4M:256M \
       -i 20:4 -W 16 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2/1000}')"
   done
-  for v in "CGDR_FORCE_CHANNEL=auto" "CGDR_FORCE_CHANNEL=host-pipeline" "CGDR_FORCE_CHANNEL=cuda-vmm-stage"; do
+  for v in ${TUNE_LAT:-"CGDR_FORCE_CHANNEL=auto"}; do
     say "tune D D pods latency $v: $(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x "$v" -- "$b" latency D D \
       -m 1:4M -i 200:20 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2}')"
   done

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages cgdr needs to build and test (root; skipped if present).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config openmpi-bin libopenmpi-dev mpich libmpich-dev
-      libhwloc-dev hwloc libnuma-dev libgtest-dev libgmock-dev libbenchmark-dev iproute2 util-linux
+      libhwloc-dev hwloc libnuma-dev libgtest-dev libgmock-dev libbenchmark-dev util-linux
       procps python3)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
