@@ -77,12 +77,14 @@ def main(folder, table_path, plot_path):
         results[test] = res
         if not any(res.values()):
             continue
-        ranges = channels(folder / f"{test}-opt.log") + channels(folder / f"{test}-optvmm.log")
+        ranges = channels(folder / f"{test}-opt.log")
+        rvmm = channels(folder / f"{test}-optvmm.log")
         rnat = channels(folder / f"{test}-native.log")
         lines += [f"## {test} ({unit})", "",
                   "| size | floor | " + " | ".join(n for _, n in MODES) +
-                  " | Opt/Nat | Opt/floor | speed-up vs Def | channel (Opt) | channel (Native) |",
-                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---|---|"]
+                  " | Opt/Nat | Opt(V)/Nat | Opt/floor | speed-up vs Def | channel (Opt) | channel (Opt, V) |"
+                  " channel (Native) |",
+                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---:|---|---|---|"]
         sizes = sorted({s for r in res.values() for s in r})
         for s in sizes:
             v = {m: res[m].get(s) for m, _ in MODES}
@@ -96,12 +98,14 @@ def main(folder, table_path, plot_path):
                 return f"{a / b:.2f}"
             opt, nat, de = v["opt"], v["native"], v["def"]
             optnat = ratio(opt, nat)
+            vnat = ratio(v["optvmm"], nat)
             optfl = ratio(opt, fl)
             speed = "-"
             if opt and de:
                 speed = f"{(de / opt) if lat else (opt / de):.1f}x"
             lines.append(f"| {human(s)} | {fmt(fl)} | " + " | ".join(fmt(v[m]) for m, _ in MODES) +
-                         f" | {optnat} | {optfl} | {speed} | {channel_of(ranges, s)} | {channel_of(rnat, s)} |")
+                         f" | {optnat} | {vnat} | {optfl} | {speed} | {channel_of(ranges, s)} |"
+                         f" {channel_of(rvmm, s)} | {channel_of(rnat, s)} |")
         lines.append("")
     pathlib.Path(table_path).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -35,6 +35,9 @@ Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to thi
                     {"MV2_GDRCOPY_LIMIT"});
 Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
                        "Host messages from this size on are copied once (process_vm_readv) where permitted.");
+Setting<Bytes> gCmaMaxBw("CGDR_SHM_CMA_MAX_BW", "1M", "bytes",
+                         "For bandwidth-bound host traffic, single copy only up to this size: above it the chunk "
+                         "pipeline (both ranks copying) is faster.");
 base::ChoiceSetting gForce("CGDR_FORCE_CHANNEL", "auto",
                            {"auto", "shm-eager", "shm-cma", "host-pipeline", "cuda-ipc", "cuda-vmm-zc", "cuda-vmm-stage",
                             "self", "gdrcopy"},
@@ -57,7 +60,8 @@ void fill(Table& t, PeerClass p) {
         t.rules(p, false, d, pt) = {{eager, Channel::kEager}, {kAll, Channel::kHostPipe}};
         continue;
       }
-      t.rules(p, false, d, pt) = {{eager, Channel::kEager}, {kAll, Channel::kCma}, {kAll, Channel::kHostPipe}};
+      t.rules(p, false, d, pt) = {{eager, Channel::kEager}, {bw ? gCmaMaxBw.get().value : kAll, Channel::kCma},
+                                  {kAll, Channel::kHostPipe}};
       if (gCmaMin.get().value > eager)
         t.rules(p, false, d, pt).insert(t.rules(p, false, d, pt).begin() + 1, {gCmaMin.get().value - 1, Channel::kHostPipe});
     }

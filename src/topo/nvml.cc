@@ -94,7 +94,10 @@ bool nvlinkPeers(const std::string& busId, std::vector<std::string>* peers, std:
     NvmlPciInfo pci{};
     if (n.remotePci(dev, l, &pci) != 0) continue;
     CGDR_LOG(kDebug, kTopo, "GPU %s NVLink %u active, remote end %s", busId.c_str(), l, busName(pci).c_str());
-    peers->push_back(busName(pci));
+    // Links to NVSwitches (or, in a VM, to ends the guest cannot see: all ones) name no GPU.
+    std::string id = busName(pci);
+    if (pci.domain == 0xffffffffu || std::find(peers->begin(), peers->end(), id) != peers->end()) continue;
+    peers->push_back(id);
   }
   // GPUs behind NVSwitches: the links' remote ends are the switches, so ask NVML about every GPU
   // it sees (in a container only the GPUs mapped into it).

@@ -39,11 +39,11 @@ sizes="0,1,3,8K+1,256K+1,1M+1,4M,4M+1,9M+7"
 kinds="DD,DV,VD,VV,DH,HD,MD,DM"
 out=$(run "pods, scheduler's choice" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds $kinds --sizes "$sizes,64M+7")
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: cuda-vmm-stage carried nothing"
+grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: exportable buffers did not go zero-copy"
+grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "pods: legacy IPC used across PID namespaces"
 out=$(run "pods, small device messages" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds DD --sizes 1,3,4K)
 grep -q "stats: channels: .*shm-eager" <<<"$out" || fail "pods: small device messages were not staged through host memory"
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: small device messages took the cuMem ring"
-grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: exportable buffers did not go zero-copy"
-grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "pods: legacy IPC used across PID namespaces"
 for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
   run "pods, $ch forced" -n 2 --gpus "0;1" -x CGDR_FORCE_CHANNEL=$ch -- \
     "$T/p2p_basic" --kinds $kinds --sizes $sizes > /dev/null

@@ -43,6 +43,8 @@ Channel expected(const Query& q) {
   if (!gpu) {
     if (q.bytes <= 8192) return Channel::kEager;
     if (q.dst == Dst::kUnknown) return Channel::kHostPipe;
+    // Bandwidth-bound traffic: single copy up to 1 MiB, the chunk pipeline above.
+    if (q.pattern == Pattern::kBandwidth && q.bytes > (1u << 20)) return Channel::kHostPipe;
     return q.caps.cma ? Channel::kCma : Channel::kHostPipe;
   }
   if (q.dst == Dst::kUnknown) {
@@ -69,7 +71,7 @@ class Sched : public ::testing::Test {
 
 TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
   sched::Table t = tableWith({});
-  const std::size_t sizes[] = {0, 1, 8191, 8192, 8193, 65536, 1 << 20, std::size_t{256} << 20};
+  const std::size_t sizes[] = {0, 1, 8191, 8192, 8193, 65536, 1 << 20, (1 << 20) + 1, std::size_t{256} << 20};
   int checked = 0;
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
     for (mem::MemKind src : {mem::MemKind::kHost, mem::MemKind::kDevice, mem::MemKind::kManaged})
@@ -92,7 +94,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               ASSERT_TRUE(sched::usable(got, q)) << sched::channelName(got);
               ++checked;
             }
-  EXPECT_EQ(checked, 3 * 3 * 3 * 2 * 64 * 8);
+  EXPECT_EQ(checked, 3 * 3 * 3 * 2 * 64 * 9);
 }
 
 TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
