@@ -82,27 +82,28 @@ class Netlink {
 
   // Sends a request that asks for an acknowledgement; returns 0 or the kernel's errno.
   int call(Request& r) {
-    r.h()->nlmsg_flags |= NLM_F_ACK;
-    r.h()->nlmsg_seq = ++seq_;
-    if (send(fd_, r.h(), r.h()->nlmsg_len, 0) < 0) return errno;
-    for (;;) {
-      ssize_t n = recv(fd_, buf_, sizeof buf_, 0);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return errno;
-      }
-      int len = static_cast<int>(n);
-      for (auto* m = reinterpret_cast<nlmsghdr*>(buf_); NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
-        if (m->nlmsg_seq != seq_) continue;
-        if (m->nlmsg_type == NLMSG_ERROR) return -static_cast<nlmsgerr*>(NLMSG_DATA(m))->error;
-      }
-    }
+    return exchange(r, NLM_F_ACK, [&](nlmsghdr* m) {
+      if (m->nlmsg_seq != seq_ || m->nlmsg_type != NLMSG_ERROR) return -1;
+      return -static_cast<nlmsgerr*>(NLMSG_DATA(m))->error;
+    });
   }
 
   // A dump request: calls f on every message until the kernel says it is done.
   template <class F>
   int dump(Request& r, F&& f) {
-    r.h()->nlmsg_flags |= NLM_F_DUMP;
+    return exchange(r, NLM_F_DUMP, [&](nlmsghdr* m) {
+      if (m->nlmsg_type == NLMSG_DONE) return 0;
+      if (m->nlmsg_type == NLMSG_ERROR) return -static_cast<nlmsgerr*>(NLMSG_DATA(m))->error;
+      f(m);
+      return -1;
+    });
+  }
+
+ private:
+  // Sends r and reads the kernel's answers: `answer` returns -1 to read on, else the result.
+  template <class F>
+  int exchange(Request& r, std::uint16_t flags, F&& answer) {
+    r.h()->nlmsg_flags |= flags;
     r.h()->nlmsg_seq = ++seq_;
     if (send(fd_, r.h(), r.h()->nlmsg_len, 0) < 0) return errno;
     for (;;) {
@@ -112,15 +113,11 @@ class Netlink {
         return errno;
       }
       int len = static_cast<int>(n);
-      for (auto* m = reinterpret_cast<nlmsghdr*>(buf_); NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
-        if (m->nlmsg_type == NLMSG_DONE) return 0;
-        if (m->nlmsg_type == NLMSG_ERROR) return -static_cast<nlmsgerr*>(NLMSG_DATA(m))->error;
-        f(m);
-      }
+      for (auto* m = reinterpret_cast<nlmsghdr*>(buf_); NLMSG_OK(m, len); m = NLMSG_NEXT(m, len))
+        if (int rc = answer(m); rc >= 0) return rc;
     }
   }
 
- private:
   int fd_ = -1;
   std::uint32_t seq_ = 0;
   alignas(NLMSG_ALIGNTO) char buf_[32768];
@@ -193,6 +190,9 @@ void createLink(Netlink& nl, const std::string& name, const char* kind, const st
 }
 
 int cmdBridge(const std::string& name, const std::string& cidr) {
+  in_addr a{};
+  unsigned prefix = 0;
+  parseCidr(cidr, &a, &prefix);  // before creating anything
   Netlink nl;
   createLink(nl, name, "bridge", "", 0);
   int i = indexOf(name);
@@ -202,6 +202,9 @@ int cmdBridge(const std::string& name, const std::string& cidr) {
 }
 
 int cmdVeth(const std::string& host, const std::string& bridge, int pid, const std::string& cidr) {
+  in_addr a{};
+  unsigned prefix = 0;
+  parseCidr(cidr, &a, &prefix);  // before creating anything
   {
     Netlink nl;
     createLink(nl, host, "veth", "eth0", pid);
