@@ -70,26 +70,31 @@ int main(int argc, char** argv) {
     std::printf("SKIP cgdr-peer-copy-bench: needs GPUs %d and %d (found %d)\n", from, to, n);
     return 77;
   }
-  void *src = nullptr, *dst = nullptr, *stage = nullptr;
-  check(cudaSetDevice(to), "cudaSetDevice");
-  check(cudaMalloc(&dst, hi), "cudaMalloc (destination)");
-  int canBack = 0;
-  cudaDeviceCanAccessPeer(&canBack, to, from);
-  if (canBack && from != to) check(cudaDeviceEnablePeerAccess(from, 0), "cudaDeviceEnablePeerAccess");
-  cudaStream_t pullStream;
-  cudaEvent_t ev;
-  check(cudaStreamCreateWithFlags(&pullStream, cudaStreamNonBlocking), "cudaStreamCreate");
-  check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
-  check(cudaSetDevice(from), "cudaSetDevice");
-  check(cudaMalloc(&src, hi), "cudaMalloc (source)");
+  // Per GPU: its buffer of `hi` bytes, peer access to the other GPU, a stream and an event.
+  struct Side {
+    void* buf = nullptr;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t event = nullptr;
+    bool peer = false;
+  };
+  auto side = [&](int dev, int other, const char* what) {
+    Side x;
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaMalloc(&x.buf, hi), what);
+    int can = 0;
+    cudaDeviceCanAccessPeer(&can, dev, other);
+    x.peer = can && dev != other;
+    if (x.peer) check(cudaDeviceEnablePeerAccess(other, 0), "cudaDeviceEnablePeerAccess");
+    check(cudaStreamCreateWithFlags(&x.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaEventCreateWithFlags(&x.event, cudaEventDisableTiming), "cudaEventCreate");
+    return x;
+  };
+  Side d = side(to, from, "cudaMalloc (destination)");
+  Side sr = side(from, to, "cudaMalloc (source)");  // leaves the source GPU current
+  void *src = sr.buf, *dst = d.buf, *stage = nullptr;
   check(cudaMalloc(&stage, std::min<std::size_t>(hi, std::size_t{1} << 20)), "cudaMalloc (stage)");
-  int canAccess = 0;
-  cudaDeviceCanAccessPeer(&canAccess, from, to);
-  if (canAccess && from != to) check(cudaDeviceEnablePeerAccess(to, 0), "cudaDeviceEnablePeerAccess");
-  cudaStream_t s;
-  cudaEvent_t evFrom;
-  check(cudaEventCreateWithFlags(&evFrom, cudaEventDisableTiming), "cudaEventCreate");
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  cudaStream_t s = sr.stream, pullStream = d.stream;
+  bool canAccess = sr.peer;
   std::printf("# bare cudaMemcpyPeerAsync GPU %d -> GPU %d (peer access %s)\n", from, to, canAccess ? "on" : "off");
   std::printf("# %12s %14s %14s %14s %14s %14s %14s %14s\n", "bytes", "latency(us)", "bw(GB/s)", "push+event",
               "pull+sync", "pull+event", "stage 2 sync", "stage chained");
@@ -107,15 +112,10 @@ int main(int argc, char** argv) {
   std::string jl, jb;
   for (std::size_t size = lo; size <= hi; size = size ? size * 2 : 1) {
     int it = size > (1u << 20) ? std::max(20, iters / 20) : iters;
-    std::vector<double> t;
-    for (int k = 0; k < it + 10; ++k) {
-      double t0 = now();
+    double lat = median(it, [&] {
       check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
       check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-      if (k >= 10) t.push_back(now() - t0);
-    }
-    std::sort(t.begin(), t.end());
-    double lat = t[t.size() / 2] * 1e6;
+    });
     int window = 64, reps = size > (16u << 20) ? 2 : size > (1u << 20) ? 5 : 20;
     check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "warm-up");
     check(cudaStreamSynchronize(s), "sync");
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     };
     double pushEv = median(it, [&] {
       check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
-      waitEvent(evFrom, s);
+      waitEvent(sr.event, s);
     });
     check(cudaSetDevice(to), "cudaSetDevice");
     double pullSync = median(it, [&] {
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     });
     double pull = median(it, [&] {
       check(cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, pullStream), "cudaMemcpyAsync (pull)");
-      waitEvent(ev, pullStream);
+      waitEvent(d.event, pullStream);
     });
     check(cudaSetDevice(from), "cudaSetDevice");
     // The staging variants only for sizes a staging block holds (the ring moves 1 block at a time).

@@ -63,10 +63,11 @@ void ShmEngine::stop() {
   if (gStats.get()) {
     const Stats& s = e->stats_;
     CGDR_LOG(kWarn, kShm,
-             "stats: eager %llu, rendezvous %llu (single copy %llu, pipelined %llu), peak unexpected eager bytes %zu",
+             "stats: eager %llu, rendezvous %llu (single copy %llu, pipelined %llu), peak unexpected eager bytes %zu, "
+             "shared segment %zu bytes",
              static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(s.rendezvous),
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pipelined),
-             s.peakUnexpectedBytes);
+             s.peakUnexpectedBytes, e->segmentBytes());
     std::string line;
     for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
       if (s.channel[c])

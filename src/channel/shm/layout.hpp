@@ -73,7 +73,8 @@ struct alignas(kLine) Counter {
 };
 
 // Ring indices are monotonic byte (or slot) counters; only the producer writes tail, only the
-// consumer writes head and consumed.
+// consumer writes head and consumed. Message rings leave tail unused: each record carries a stamp
+// (its position XOR the ring's key) that the consumer polls instead.
 struct RingHeader {
   Counter tail;
   Counter head;

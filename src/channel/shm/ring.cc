@@ -42,8 +42,7 @@ void MsgRing::commit() {
   std::atomic_ref<std::uint64_t>(open_->stamp).store(tail_ ^ key_, std::memory_order_release);
   tail_ += pending_;
   pending_ = 0;
-  open_ = nullptr;
-  store(h_->tail, tail_);  // for tools and post-mortems; the consumer polls the stamps
+  open_ = nullptr;  // no shared tail to publish: the consumer polls the stamps
 }
 
 const MsgHeader* MsgRing::peek() {

@@ -40,7 +40,7 @@ class MsgRing {
   std::uint64_t tail_ = 0, headSeen_ = 0, pending_ = 0, consumedSeen_ = 0;
   MsgHeader* open_ = nullptr;  // the reserved record, stamped by commit()
   // Consumer state.
-  std::uint64_t head_ = 0, tailSeen_ = 0;
+  std::uint64_t head_ = 0;
   bool broken_ = false;
 };
 
