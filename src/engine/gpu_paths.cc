@@ -110,33 +110,28 @@ sched::Caps GpuPaths::receiverCaps(int w, const GpuOffer& o, int device) {
 void GpuPaths::offer(int w, const void* p, std::size_t n, int device, GpuOffer* o) {
   o->flags = 0;
   if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return;
-  sched::Caps caps = senderCaps(w);
   noteDevice(device);
   Ring r;
-  if (caps.vmmStage && ring(w, device, &r)) {
+  if (senderCaps(w).vmmStage && ring(w, device, &r)) {
     o->flags |= GpuOffer::kStage;
     o->ringId = r.id;
   }
-  if (!caps.ipc && !caps.vmmZc) return;
+  describe(w, p, n, o);
+}
+
+GpuPaths::Export* GpuPaths::exportOf(const void* p, std::size_t n, bool zc) {
   base::cuda::PointerAttrs a;
   if (!base::cuda::queryPointer(p, true, &a) || a.type != base::cuda::PointerAttrs::Type::kDevice || !a.bufferId ||
       !a.rangeStart)
-    return;
-  auto addr = reinterpret_cast<std::uint64_t>(p);
-  std::lock_guard lock(mutex_);
+    return nullptr;
   Export& e = exports_[a.rangeStart];
   if (e.bufferId != a.bufferId) {  // first use, or freed and allocated again at this address
     e = Export{};
     e.bufferId = a.bufferId;
+    e.rangeSize = a.rangeSize;
     e.ipcOk = channel::cuda_ipc::exportHandle(p, n, &e.ipc);
   }
-  if (caps.ipc && e.ipcOk && addr >= e.ipc.base && addr + n <= e.ipc.base + a.rangeSize) {
-    o->ipc = e.ipc;
-    o->ipc.offset = addr - e.ipc.base;
-    o->flags |= GpuOffer::kIpc;
-  }
-  if (!caps.vmmZc) return;
-  if (!e.zcChecked) {
+  if (zc && !e.zcChecked) {
     mem::Exportable x;
     e.zcChecked = true;
     e.zcOk = mem::exportable(p, n, &x);
@@ -146,7 +141,33 @@ void GpuPaths::offer(int w, const void* p, std::size_t n, int device, GpuOffer* 
       close(x.fd);
     }
   }
-  if (!e.zcOk || addr < e.zcBase || addr + n > e.zcBase + e.zcSize) return;
+  return &e;
+}
+
+bool GpuPaths::zeroCopyable(int w, const void* p, std::size_t n) {
+  if (n == 0 || !senderCaps(w).vmmZc) return false;
+  auto addr = reinterpret_cast<std::uint64_t>(p);
+  std::lock_guard lock(mutex_);
+  Export* e = exportOf(p, n, true);
+  return e && e->zcOk && addr >= e->zcBase && addr + n <= e->zcBase + e->zcSize;
+}
+
+void GpuPaths::describe(int w, const void* p, std::size_t n, GpuOffer* o) {
+  o->flags &= ~(GpuOffer::kIpc | GpuOffer::kZc);
+  if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return;
+  sched::Caps caps = senderCaps(w);
+  if (!caps.ipc && !caps.vmmZc) return;
+  auto addr = reinterpret_cast<std::uint64_t>(p);
+  std::lock_guard lock(mutex_);
+  Export* found = exportOf(p, n, caps.vmmZc);
+  if (!found) return;
+  Export& e = *found;
+  if (caps.ipc && e.ipcOk && addr >= e.ipc.base && addr + n <= e.ipc.base + e.rangeSize) {
+    o->ipc = e.ipc;
+    o->ipc.offset = addr - e.ipc.base;
+    o->flags |= GpuOffer::kIpc;
+  }
+  if (!caps.vmmZc || !e.zcOk || addr < e.zcBase || addr + n > e.zcBase + e.zcSize) return;
   const void* base = reinterpret_cast<const void*>(e.zcBase);
   std::size_t size = e.zcSize;
   auto id = link_->share(w, e.bufferId, size, [base, size] {
@@ -167,10 +188,12 @@ int GpuPaths::homeDevice() {
   return home_.load(std::memory_order_relaxed);
 }
 
-void* GpuPaths::pullSource(int w, const GpuOffer& o, sched::Channel c, int device) {
+void* GpuPaths::peerAddress(int w, const GpuOffer& o, sched::Channel c, int device) {
   if (device < 0) device = homeDevice();
   mem::DeviceScope scope(device);
-  if (c == sched::Channel::kCudaIpc && (o.flags & GpuOffer::kIpc)) return ipcIn_.open(w, o.ipc);
+  if (c == sched::Channel::kCudaIpc && (o.flags & GpuOffer::kIpc) && w >= 0 &&
+      w < static_cast<int>(gPeers.size()) && gPeers[w].ipcImport)
+    return ipcIn_.open(w, o.ipc);
   if (c == sched::Channel::kCudaVmmZc && (o.flags & GpuOffer::kZc) && link_ && o.zcOffset <= o.zcSize) {
     char* base = static_cast<char*>(link_->mapping(w, o.zcId, o.zcSize, device));
     return base ? base + o.zcOffset : nullptr;

@@ -47,9 +47,15 @@ class GpuPaths {
   // Sender: fills the offer for n contiguous bytes of device memory at p (on `device`) sent to
   // peerWorld; offering the staging ring shares it with the peer first.
   void offer(int peerWorld, const void* p, std::size_t n, int device, GpuOffer* o);
-  // Receiver: the offered bytes as an address in this process for channel c (kCudaIpc or
-  // kCudaVmmZc), usable from `device`; nullptr if it cannot be reached.
-  void* pullSource(int peerWorld, const GpuOffer& o, sched::Channel c, int device);
+  // Fills the offer's kIpc/kZc part for n contiguous bytes of device memory at p, as far as
+  // peerWorld can map them (sharing a cuMem allocation's fd with the peer first). Used for a
+  // sender's source (the receiver pulls) and for a receiver's destination (the sender pushes).
+  void describe(int peerWorld, const void* p, std::size_t n, GpuOffer* o);
+  // Whether [p, p+n) lies in an exportable cuMem allocation that peerWorld can map.
+  bool zeroCopyable(int peerWorld, const void* p, std::size_t n);
+  // The peer's described bytes as an address in this process for channel c (kCudaIpc or
+  // kCudaVmmZc), usable from `device`; nullptr if they cannot be reached.
+  void* peerAddress(int peerWorld, const GpuOffer& o, sched::Channel c, int device);
 
   // Sender: this rank's staging ring (created on first use on `device`) made known to the peer.
   struct Ring {
@@ -82,12 +88,16 @@ class GpuPaths {
   channel::cuda_ipc::Cache ipcIn_;
   struct Export {
     std::uint64_t bufferId = 0;
+    std::size_t rangeSize = 0;
     bool ipcOk = false;
     channel::cuda_ipc::Handle ipc{};
     bool zcChecked = false, zcOk = false;
     std::uint64_t zcBase = 0;
     std::size_t zcSize = 0;
   };
+  // The export state of the allocation holding [p, p+n) (mutex_ held); nullptr for memory that
+  // is not plain device memory. zc: also check cuMem exportability (once per allocation).
+  Export* exportOf(const void* p, std::size_t n, bool zc);
   std::unordered_map<std::uint64_t, Export> exports_;  // by allocation base
   std::unordered_set<void*> pinned_;
   std::atomic<int> home_{-1};

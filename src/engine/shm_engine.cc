@@ -63,10 +63,11 @@ void ShmEngine::stop() {
   if (gStats.get()) {
     const Stats& s = e->stats_;
     CGDR_LOG(kWarn, kShm,
-             "stats: eager %llu, rendezvous %llu (single copy %llu, pipelined %llu), peak unexpected eager bytes %zu, "
-             "shared segment %zu bytes",
+             "stats: eager %llu, rendezvous %llu (single copy %llu, pushed %llu, pipelined %llu), peak unexpected "
+             "eager bytes %zu, shared segment %zu bytes",
              static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(s.rendezvous),
-             static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pipelined),
+             static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pushed),
+             static_cast<unsigned long long>(s.pipelined),
              s.peakUnexpectedBytes, e->segmentBytes());
     std::string line;
     for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
@@ -437,6 +438,15 @@ bool ShmEngine::drainControl(shm::Peer& p) {
       it->second->onDevData(p, c);
       continue;
     }
+    if (type == shm::CtlType::kPushed) {
+      auto it = dataRecvs_.find(dataKey(p, c.msgId));
+      if (it == dataRecvs_.end()) {
+        breakPeer(p, "pushed data for an unknown message");
+        return true;
+      }
+      it->second->onPushed(p, c.len);
+      continue;
+    }
     if (type == shm::CtlType::kAbortSend) {  // the sender's side of a stream failed
       auto it = dataRecvs_.find(dataKey(p, c.msgId));
       if (it != dataRecvs_.end())
@@ -448,6 +458,16 @@ bool ShmEngine::drainControl(shm::Peer& p) {
       answerCancel(p, c.msgId);
       continue;
     }
+    GpuOffer target;  // a push CTS names the receiver's chunk describing its buffer: read, given back
+    bool push = type == shm::CtlType::kCts && c.mode == static_cast<std::uint64_t>(shm::StreamMode::kPush);
+    if (push) {
+      if (c.chunk >= ep_->geometry().chunks) {
+        breakPeer(p, "push request naming no chunk");
+        return true;
+      }
+      std::memcpy(&target, ep_->peerChunk(p, c.chunk), sizeof target);
+      ep_->releasePeerChunk(p, c.chunk);
+    }
     auto it = sends_.find(c.msgId);
     if (it == sends_.end() || &it->second->peer() != &p) {
       if (type == shm::CtlType::kCancelFail) continue;  // the send completed meanwhile
@@ -456,7 +476,10 @@ bool ShmEngine::drainControl(shm::Peer& p) {
     }
     ShmSend* s = it->second;
     switch (type) {
-      case shm::CtlType::kCts: s->onCts(c.len, c.mode); if (!s->finished()) streaming_.push_back(s); break;
+      case shm::CtlType::kCts:
+        s->onCts(c.len, c.mode, push ? &target : nullptr);
+        if (!s->finished()) streaming_.push_back(s);
+        break;
       case shm::CtlType::kAbortRecv:
         s->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
                                                     " could not copy the message's GPU data"));

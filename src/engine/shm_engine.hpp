@@ -155,7 +155,7 @@ class ShmEngine {
   std::atomic<int> pending_{0};
   // Counters (CGDR_STATS=1 prints them at MPI_Finalize).
   struct Stats {
-    std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pipelined = 0;
+    std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pushed = 0, pipelined = 0;
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;
     std::uint64_t channel[static_cast<int>(sched::Channel::kCount)] = {};
     std::uint32_t bySize[65] = {};  // per bit length of the size: channels seen (bit mask)

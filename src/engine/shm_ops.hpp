@@ -5,7 +5,9 @@
 //               through its bulk chunks (DATA records), the receiver copying them out as they come.
 // GPU messages always rendezvous (unless CGDR_CUDA_EAGER_LIMIT says otherwise) with an offer after
 // the envelope (gpu_paths.hpp); the receiver picks the channel (sched::select):
-//   cuda-ipc / cuda-vmm-zc: it pulls the bytes straight from the sender's buffer (one copy), then FIN;
+//   cuda-ipc / cuda-vmm-zc: one copy over NVLink. Push where the sender can map the receiver's
+//                   buffer (CTS(push) names a chunk describing it; the sender copies, then PUSHED),
+//                   else the receiver pulls from the sender's buffer, then FIN;
 //   cuda-vmm-stage: CTS(dev ring): the sender copies blocks into its cuMem ring (DEVDATA records),
 //                   the receiver pulls each over NVLink while the sender fills the next;
 //   host pipeline:  CTS(host chunks): GPU sides copy asynchronously to/from the page-locked chunks
@@ -44,7 +46,8 @@ class ShmSend final : public base::Op {
   // Engine side (engine mutex held).
   bool tryPost();
   bool pump();
-  void onCts(std::uint64_t len, std::uint64_t mode);
+  // target: the receiver's buffer, when it asked for a push.
+  void onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* target);
   void onFin();
   void onAck();
   void onCancelReply(bool withdrawn);
@@ -59,6 +62,8 @@ class ShmSend final : public base::Op {
   void finish();
   bool pumpHost();
   bool pumpAsync();
+  bool pumpPush();
+  bool startPush(const GpuOffer& target);
   void abort(const base::Status& s);
 
   ShmEngine& e_;
@@ -70,6 +75,7 @@ class ShmSend final : public base::Op {
   std::uint64_t toSend_ = 0, sent_ = 0;
   bool devRing_ = false;  // streaming through the cuMem ring (else host chunks)
   bool async_ = false;    // GPU source copied block by block with the copy engine
+  bool push_ = false;     // one copy straight into the receiver's buffer
   GpuPaths::Ring ring_;
   std::deque<CopyBlock> inflight_;
   State state_ = State::kQueued;
@@ -96,6 +102,7 @@ class ShmRecv final : public base::Op {
   void startRendezvous(channel::shm::Peer& from, const Unexpected& env);
   void onData(channel::shm::Peer& from, std::uint32_t chunk, std::uint64_t offset, std::uint64_t len);
   void onDevData(channel::shm::Peer& from, const channel::shm::CtlRecord& r);
+  void onPushed(channel::shm::Peer& from, std::uint64_t len);
   // Retires finished GPU copies; true once none is in flight.
   bool pollCopies();
   void fail(const base::Status& s);
@@ -110,7 +117,8 @@ class ShmRecv final : public base::Op {
   void finalize();
   void setEnvelope(int src, int tag);
   bool startPull(channel::shm::Peer& from, const Unexpected& env, sched::Channel ch);
-  void sendCts(channel::shm::Peer& from, channel::shm::StreamMode mode);
+  bool startPush(channel::shm::Peer& from, const GpuOffer& target, sched::Channel ch);
+  void sendCts(channel::shm::Peer& from, channel::shm::StreamMode mode, std::uint32_t chunk = 0);
   bool chooseDestination(bool async);
   void abort(const base::Status& s);
 
@@ -129,6 +137,7 @@ class ShmRecv final : public base::Op {
   bool dstOnHost_ = true;   // finish() must unpack / copy the landing area
   bool dstAsync_ = false;   // host chunks are copied to a GPU destination with the copy engine
   bool pulling_ = false;    // one copy from the sender's buffer, then FIN
+  bool pushed_ = false;     // asked the sender to copy into the buffer (it may stream instead)
   int device_ = -1;         // the GPU this rank copies with
   std::deque<CopyBlock> inflight_;
   std::unique_ptr<base::Op> real_;  // mixed: the real MPI's receive of the message it matched

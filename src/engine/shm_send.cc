@@ -44,7 +44,13 @@ bool ShmSend::tryPost() {
                    sched::Dst::kUnknown, n, sched::tracer().pattern(peer_.worldRank),
                    paths ? paths->senderCaps(peer_.worldRank) : sched::Caps{}};
     q.caps.contiguous = data_.contiguous();
+    q.caps.vmmZc = false;  // known below, and only where it matters: is the source exportable?
     eager = fits && sched::select(sched::table(), q) == sched::Channel::kEager;
+    if (eager && paths && q.caps.contiguous && data_.gpuData() && data_.mem().kind == mem::MemKind::kDevice &&
+        paths->zeroCopyable(peer_.worldRank, data_.gpuData(), n)) {
+      q.caps.vmmZc = true;
+      eager = sched::select(sched::table(), q) == sched::Channel::kEager;
+    }
   }
   const char* bytes = nullptr;
   if (eager || !gpu) {  // host bytes: the ring's payload, or what the receiver may read in place
@@ -94,7 +100,54 @@ bool ShmSend::tryPost() {
 
 bool ShmSend::pump() {
   if (state_ != State::kStreaming) return true;
-  return async_ ? pumpAsync() : pumpHost();
+  return push_ ? pumpPush() : async_ ? pumpAsync() : pumpHost();
+}
+
+// The copy into the receiver's buffer: once it finished, the receiver is told (PUSHED) and the
+// send is complete.
+bool ShmSend::pumpPush() {
+  CopyBlock& b = inflight_.front();
+  if (!b.copy.done()) return false;
+  if (!b.copy.error().isOk()) {
+    abort(b.copy.error());
+    return true;
+  }
+  inflight_.clear();
+  shm::CtlRecord r{};
+  r.type = static_cast<std::uint32_t>(shm::CtlType::kPushed);
+  r.msgId = msgId_;
+  r.len = toSend_;
+  e_.sendCtl(peer_, r);
+  finish();
+  return true;
+}
+
+// One copy from this rank's GPU buffer into the receiver's (mapped through its description);
+// false (the bytes are then streamed) where it cannot be mapped or the copy cannot start.
+bool ShmSend::startPush(const GpuOffer& t) {
+  GpuPaths* paths = e_.gpu();
+  const char* src = data_.gpuData();
+  if (!paths || !src || data_.mem().kind != mem::MemKind::kDevice || toSend_ == 0) return false;
+  if ((t.flags & GpuOffer::kZc) && (t.zcOffset > t.zcSize || toSend_ > t.zcSize - t.zcOffset)) return false;
+  int device = data_.mem().device;
+  void* dst = nullptr;
+  if (t.flags & GpuOffer::kIpc) dst = paths->peerAddress(peer_.worldRank, t, sched::Channel::kCudaIpc, device);
+  if (!dst && (t.flags & GpuOffer::kZc)) dst = paths->peerAddress(peer_.worldRank, t, sched::Channel::kCudaVmmZc, device);
+  if (!dst) {
+    CGDR_LOG(kDebug, kCuda, "cannot map the GPU buffer of rank %d: streaming instead", peer_.worldRank);
+    return false;
+  }
+  CopyBlock b;
+  b.len = toSend_;
+  base::Status st = b.copy.start(dst, src, toSend_, device, mem::CopyDir::kPeer);
+  if (!st.isOk()) {
+    CGDR_LOG(kWarn, kCuda, "copy into the GPU buffer of rank %d failed (%s): streaming instead", peer_.worldRank,
+             st.message().c_str());
+    return false;
+  }
+  inflight_.push_back(std::move(b));
+  push_ = true;
+  return true;
 }
 
 // Host bytes (GPU data copied to host memory first, when it could not be streamed block by block).
@@ -176,10 +229,14 @@ bool ShmSend::pumpAsync() {
   return false;
 }
 
-void ShmSend::onCts(std::uint64_t len, std::uint64_t mode) {
+void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* target) {
   if (state_ != State::kWaitCts) return;
   toSend_ = std::min<std::uint64_t>(len, data_.size());
   state_ = State::kStreaming;
+  if (target && startPush(*target)) {
+    pump();
+    return;
+  }
   bool device = data_.mem().kind == mem::MemKind::kDevice && data_.gpuData();
   GpuPaths* paths = e_.gpu();
   devRing_ = device && paths && mode == static_cast<std::uint64_t>(shm::StreamMode::kDevRing) &&

@@ -65,8 +65,11 @@ void fill(Table& t, PeerClass p) {
       if (gCmaMin.get().value > eager)
         t.rules(p, false, d, pt).insert(t.rules(p, false, d, pt).begin() + 1, {gCmaMin.get().value - 1, Channel::kHostPipe});
     }
-    // GPU source, sender's choice: gdrcopy or staged eager for the smallest, else rendezvous.
+    // GPU source, sender's choice: gdrcopy or staged eager for the smallest, else rendezvous. A
+    // source the peer can map (caps.vmmZc: an exportable cuMem allocation) always rendezvous: one
+    // copy over NVLink beats the two copies of host staging at every size.
     t.rules(p, true, Dst::kUnknown, pt) = {{gGdr.get().value, Channel::kGdrcopy},
+                                           {kAll, Channel::kCudaVmmZc},
                                            {cudaEager, Channel::kEager},
                                            {kAll, Channel::kHostPipe}};
     // GPU source, receiver's choice: one copy when the pair can, else the cuMem ring, else host.

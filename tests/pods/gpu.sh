@@ -2,8 +2,9 @@
 # GPUs across simulated containers (issues 4 and 6): two pods with separate PID namespaces, one
 # GPU each ("0;1"). The locality report must show both GPUs, the NVLink path, legacy CUDA IPC
 # refused (the importer cannot see the exporter's PID) and cuMem fd sharing allowed; natively
-# (where cgdr-info leaves both ranks on GPU 0), IPC is allowed. Data tests across the pods with device, managed and exportable cuMem buffers, with
-# the scheduler's choice and with each cross-namespace channel forced. Skipped without 2 GPUs.
+# (where cgdr-info leaves both ranks on GPU 0), IPC is allowed. Data tests across the pods with
+# device, managed and exportable cuMem buffers, with the scheduler's choice, push and pull, and
+# with each cross-namespace channel forced. Skipped without 2 GPUs.
 . "$(dirname "$0")/lib.sh"
 T=$BIN/tests/mpi
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -44,6 +45,15 @@ grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "pods: legacy IPC used a
 out=$(run "pods, small device messages" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds DD --sizes 1,3,4K)
 grep -q "stats: channels: .*shm-eager" <<<"$out" || fail "pods: small device messages were not staged through host memory"
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: small device messages took the cuMem ring"
+# Exportable buffers: small messages rendezvous (no host staging) and the sender pushes into an
+# exportable destination; with CGDR_CUDA_PUSH=0 the receiver pulls instead.
+out=$(run "pods, small exportable messages" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds VV --sizes 3,4K+5)
+grep -q "stats: sizes 2..3: cuda-vmm-zc$" <<<"$out" || fail "pods: small exportable messages did not go zero-copy"
+grep -q "stats: sizes 4096..8191: cuda-vmm-zc$" <<<"$out" || fail "pods: 4 KiB exportable messages did not go zero-copy"
+grep -q "pushed [1-9]" <<<"$out" || fail "pods: no message was pushed into an exportable destination"
+out=$(run "pods, pull only" -n 2 --gpus "0;1" -x CGDR_CUDA_PUSH=0 -- "$T/p2p_basic" --kinds VV,VD,DV --sizes "$sizes")
+grep -q "pushed [1-9]" <<<"$out" && fail "pods: CGDR_CUDA_PUSH=0 still pushed"
+grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: pulls from exportable buffers did not go zero-copy"
 for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
   run "pods, $ch forced" -n 2 --gpus "0;1" -x CGDR_FORCE_CHANNEL=$ch -- \
     "$T/p2p_basic" --kinds $kinds --sizes $sizes > /dev/null

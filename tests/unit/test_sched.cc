@@ -49,6 +49,8 @@ Channel expected(const Query& q) {
   }
   if (q.dst == Dst::kUnknown) {
     if (q.caps.gdrcopy && q.bytes <= 8192) return Channel::kGdrcopy;
+    // A source the peer maps in place (exportable cuMem) always rendezvous for the single copy.
+    if (device && q.caps.vmmZc && q.caps.contiguous) return Channel::kCudaVmmZc;
     // Across containers small GPU messages are staged through host memory (64 KiB by default,
     // capped later by the ring's eager limit); elsewhere they rendezvous for a single copy.
     if (q.peer == PeerClass::kContainer && q.bytes <= 65536) return Channel::kEager;
@@ -160,6 +162,19 @@ TEST_F(Sched, ContainerPeersStageSmallGpuMessagesThroughHost) {
   q.peer = PeerClass::kSameNamespace;  // there the receiver pulls with one copy instead
   q.bytes = 8;
   EXPECT_EQ(sched::select(tableWith({}), q), Channel::kHostPipe);
+}
+
+TEST_F(Sched, ExportableSourcesRendezvousAcrossContainers) {
+  sched::Table t = tableWith({});
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kUnknown, 8, Pattern::kLatency, Caps{}};
+  EXPECT_EQ(sched::select(t, q), Channel::kEager);  // cudaMalloc memory: staged through the host
+  q.caps.vmmZc = true;                               // exportable cuMem memory: zero copy
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmZc);
+  q.src = mem::MemKind::kManaged;  // managed memory is never mapped by a peer
+  EXPECT_EQ(sched::select(t, q), Channel::kEager);
+  q.src = mem::MemKind::kDevice;
+  q.caps.gdrcopy = true;  // a CPU copy through gdrcopy still wins for the smallest
+  EXPECT_EQ(sched::select(t, q), Channel::kGdrcopy);
 }
 
 TEST_F(Sched, GdrcopyOnlyWhereItExistsAndUpToItsLimit) {

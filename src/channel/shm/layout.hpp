@@ -9,7 +9,7 @@
 namespace cgdr::channel::shm {
 
 constexpr std::uint64_t kSegmentMagic = 0x70656e6f52444743ull;  // "CGDRonep"
-constexpr std::uint32_t kLayoutVersion = 2;
+constexpr std::uint32_t kLayoutVersion = 3;
 constexpr std::size_t kLine = 64;
 
 // Records on a message ring.
@@ -50,6 +50,7 @@ enum class CtlType : std::uint32_t {
   kDevData = 8,     // sender: block `chunk` of its cuMem ring (id `ring`, at byte `slotOffset`) holds the bytes
   kAbortSend = 9,   // sender: the stream of msgId failed on its side (the receive fails)
   kAbortRecv = 10,  // receiver: the receive of msgId failed on its side (the send fails)
+  kPushed = 11,     // sender: it copied `len` bytes into the receiver's GPU buffer (push): done
 };
 struct alignas(kLine) CtlRecord {
   std::uint32_t type;
@@ -57,13 +58,14 @@ struct alignas(kLine) CtlRecord {
   std::uint64_t msgId;   // the sender's message id
   std::uint64_t offset;
   std::uint64_t len;
-  std::uint64_t mode;    // kCts: how the sender streams (StreamMode)
+  std::uint64_t mode;    // kCts: how the sender streams (StreamMode); kPush: `chunk` is the
+                         // receiver's chunk describing its buffer (the engine's GpuOffer)
   std::uint64_t ring;    // kDevData: id of the sender's ring (as shared over the cuMem link)
   std::uint64_t slotOffset;  // kDevData: byte offset of the block in that ring
   std::uint64_t reserved;
 };
 // How a sender streams after a CTS.
-enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1 };
+enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1, kPush = 2 };
 static_assert(sizeof(CtlRecord) == 64);
 
 // A 64-bit counter alone on its cache line.
