@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU machine's one-call suite (nvidia-h200-x2): builds cgdr, runs the GPU tests and the
 # benchmarks, and leaves logs under $OUT (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests pods hostperf compare bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests pods hostperf compare tune probe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -119,6 +119,33 @@ if has tune 60; then
   for v in ${TUNE_LAT:-"CGDR_FORCE_CHANNEL=auto"}; do
     say "tune D D pods latency $v: $(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x "$v" -- "$b" latency D D \
       -m 1:4M -i 200:20 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2}')"
+  done
+fi
+
+if has probe 30; then
+  # Latency A/B of settings, natively and across pods, side by side in one call:
+  # PROBE="WHERE:KINDS:SETTING ..." (WHERE native|pods; SETTING VAR=VALUE or "-").
+  b=$build/tools/cgdr-bench/cgdr-bench
+  pods=$build/bin/cgdr-pods
+  [ -x "$build/bench/cgdr-ipc-probe" ] && timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 \
+    "$build/bench/cgdr-ipc-probe" 2>&1 | tee -a "$summary"
+  for p in ${PROBE:-"native:DD:-" "native:VV:-" "pods:VV:-" "pods:DV:-" "native:DD:CGDR_CUDA_PUSH=always"}; do
+    IFS=: read -r where kinds v <<<"$p"
+    [ "$v" = - ] && v=CGDR_FORCE_CHANNEL=auto
+    args=(latency "${kinds:0:1}" "${kinds:1:1}" -m "${PROBE_RANGE:-1:1M}" -i 1000:20)
+    tr=(-x CGDR_STATS=1 -x CGDR_TRACE_GPU=1)
+    # native: both GPUs visible to both ranks; native1: each rank sees only its GPU; pods: one
+    # GPU per pod; pods2: both GPUs visible in both pods (each uses its own first).
+    case $where in
+      native) r=$(timeout 40 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${tr[@]}" -x "$v" \
+                  "$b" "${args[@]}" 2>&1) ;;
+      native1) r=$(timeout 40 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${tr[@]}" -x "$v" \
+                   bash -c 'export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$0" "$@"' "$b" "${args[@]}" 2>&1) ;;
+      pods) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
+      pods2) r=$(timeout 40 "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
+    esac
+    say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
+    grep -E "trace|channels" <<<"$r" | sed 's/^.*stats: /  /' | tee -a "$summary"
   done
 fi
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <sched.h>
 #include <cstring>
+#include <ctime>
 
 #include "base/config.hpp"
 #include "base/cuda.hpp"
@@ -75,6 +76,20 @@ void ShmEngine::stop() {
         line += std::string(line.empty() ? "" : ", ") + sched::channelName(static_cast<sched::Channel>(c)) + " " +
                 std::to_string(s.channel[c]);
     if (!line.empty()) CGDR_LOG(kWarn, kShm, "stats: channels: %s", line.c_str());
+    if (tracing()) {
+      static const char* names[] = {"send-build", "envelope", "recv-choose", "copy-issue", "copy-run", "cts", "pushed",
+                                     "recv-finish", "turnaround"};
+      line.clear();
+      for (int t = 0; t < kTrCount; ++t)
+        if (e->traceCount_[t]) {
+          char b[96];
+          std::snprintf(b, sizeof b, "%s%s %.2f us (%llu)", line.empty() ? "" : ", ", names[t],
+                        double(e->traceSum_[t]) / double(e->traceCount_[t]) / 1000.0,
+                        static_cast<unsigned long long>(e->traceCount_[t]));
+          line += b;
+        }
+      CGDR_LOG(kWarn, kShm, "stats: GPU rendezvous trace (mean): %s", line.c_str());
+    }
     for (int b = 0; b < 65; ++b) {
       if (!s.bySize[b]) continue;
       line.clear();
@@ -149,6 +164,23 @@ bool ShmEngine::sendCtl(shm::Peer& p, const shm::CtlRecord& r) {
 }
 
 void ShmEngine::adopt(std::unique_ptr<base::Op> op) { adopted_.push_back(std::move(op)); }
+
+namespace {
+base::Setting<bool> gTrace("CGDR_TRACE_GPU", "0", "",
+                           "Measure where GPU rendezvous messages spend their time; with CGDR_STATS=1 the mean per "
+                           "step is printed at the end (tuning).");
+}  // namespace
+
+bool ShmEngine::tracing() {
+  static const bool on = gTrace.get();
+  return on;
+}
+
+std::uint64_t ShmEngine::traceNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
+}
 
 bool ShmEngine::peerAlive(shm::Peer& p) {
   static thread_local double lastCheck = 0;
@@ -363,6 +395,7 @@ bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
   const char* payload = reinterpret_cast<const char*>(&h + 1);
   env.gpu = gpu;
   if (gpu) std::memcpy(&env.offer, payload, sizeof env.offer);
+  env.sentNs = h.reserved;
   CtxQueues& q = queuesOf(h.ctx);
   if (ShmRecv* r = c ? matchPosted(q, h.src, h.tag) : nullptr) {
     if (rts) r->startRendezvous(p, env);
@@ -444,6 +477,7 @@ bool ShmEngine::drainControl(shm::Peer& p) {
         breakPeer(p, "pushed data for an unknown message");
         return true;
       }
+      if (c.reserved && tracing()) trace(kTrPushed, c.reserved);
       it->second->onPushed(p, c.len);
       continue;
     }
@@ -477,6 +511,7 @@ bool ShmEngine::drainControl(shm::Peer& p) {
     ShmSend* s = it->second;
     switch (type) {
       case shm::CtlType::kCts:
+        if (c.reserved && tracing()) trace(kTrCts, c.reserved);
         s->onCts(c.len, c.mode, push ? &target : nullptr);
         if (!s->finished()) streaming_.push_back(s);
         break;

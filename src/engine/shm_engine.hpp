@@ -39,6 +39,7 @@ struct Unexpected {
   bool probed = false;     // a probe reported it: its send can no longer be cancelled
   bool gpu = false;        // rendezvous of GPU bytes, with the sender's offer
   GpuOffer offer;
+  std::uint64_t sentNs = 0;  // CGDR_TRACE_GPU: when the sender committed the envelope
   std::vector<char> data;  // eager payload
 };
 
@@ -160,9 +161,32 @@ class ShmEngine {
     std::uint64_t channel[static_cast<int>(sched::Channel::kCount)] = {};
     std::uint32_t bySize[65] = {};  // per bit length of the size: channels seen (bit mask)
   } stats_;
+  std::uint64_t traceSum_[16] = {}, traceCount_[16] = {};
 
  public:
   Stats& stats() { return stats_; }
+  // CGDR_TRACE_GPU: where a GPU rendezvous spends its time, as mean durations per step printed
+  // at the end (tuning; off by default, then each point costs one branch).
+  enum TracePoint {
+    kTrSendBuild,     // sender: classify, select, offer until the envelope is in the ring
+    kTrEnvelope,      // envelope committed -> the receiver handles it (matched)
+    kTrRecvChoose,    // receiver: caps and channel choice
+    kTrCopyIssue,     // cudaMemcpyAsync + event record (the side that copies)
+    kTrCopyRun,       // copy issued -> seen done
+    kTrCts,           // CTS sent -> the sender handles it
+    kTrPushed,        // PUSHED sent -> the receiver handles it
+    kTrRecvFinish,    // receiver: copy seen done -> the receive request completed
+    kTrTurnaround,    // a receive completed -> this rank's next GPU send starts (application, MPI entry)
+    kTrCount
+  };
+  static bool tracing();
+  static std::uint64_t traceNow();  // ns, CLOCK_MONOTONIC (the same in every namespace of a host)
+  std::uint64_t lastRecvDone = 0;  // CGDR_TRACE_GPU: when the last traced receive completed
+  void trace(TracePoint p, std::uint64_t since) {
+    std::uint64_t t = traceNow();
+    traceSum_[p] += t > since ? t - since : 0;
+    ++traceCount_[p];
+  }
 
  private:
   std::uint64_t lastMsgId_ = 0;

@@ -34,6 +34,7 @@ struct CopyBlock {
   std::uint32_t slot = 0;
   bool devSlot = false;  // a block of a cuMem ring, else a host chunk (or nothing: pulls)
   std::uint64_t offset = 0, len = 0;
+  std::uint64_t issuedNs = 0;  // CGDR_TRACE_GPU
 };
 
 class ShmSend final : public base::Op {
@@ -139,6 +140,7 @@ class ShmRecv final : public base::Op {
   bool pulling_ = false;    // one copy from the sender's buffer, then FIN
   bool pushed_ = false;     // asked the sender to copy into the buffer (it may stream instead)
   int device_ = -1;         // the GPU this rank copies with
+  std::uint64_t doneNs_ = 0;  // CGDR_TRACE_GPU: when the pull was seen done
   std::deque<CopyBlock> inflight_;
   std::unique_ptr<base::Op> real_;  // mixed: the real MPI's receive of the message it matched
 };

@@ -18,10 +18,13 @@ namespace shm = channel::shm;
 
 namespace {
 
-base::Setting<bool> gPush("CGDR_CUDA_PUSH", "1", "",
-                          "Single-copy GPU messages (cuda-ipc, cuda-vmm-zc) are pushed by the sender into the "
-                          "receiver's buffer where the sender can map it (a copy engine writing over NVLink is "
-                          "~3 us faster than one reading); 0: the receiver always pulls.");
+base::ChoiceSetting gPush("CGDR_CUDA_PUSH", "fallback", {"off", "fallback", "always"},
+                          "Single copy by the sender into the receiver's GPU buffer (where the sender can map it: "
+                          "an IPC handle, an exportable cuMem allocation). fallback: only where the receiver cannot "
+                          "pull from the sender's buffer (e.g. cudaMalloc source, exportable destination across "
+                          "containers); always: whenever possible; off: never. Measured on nvidia-h200-x2: a pull "
+                          "costs the same as a push between processes, and a push needs one more round trip.");
+enum { kPushOff, kPushFallback, kPushAlways };
 
 // Reads n bytes of another process's memory (single copy); false if the kernel refuses.
 bool readPeer(int pid, std::uint64_t addr, char* dst, std::size_t n) {
@@ -83,6 +86,10 @@ void ShmRecv::finalize() {
   status.MPI_ERROR = error;
   state_ = State::kDone;
   e_.addPending(-1);
+  if (doneNs_) {
+    e_.trace(ShmEngine::kTrRecvFinish, doneNs_);
+    e_.lastRecvDone = ShmEngine::traceNow();
+  }
 }
 
 void ShmRecv::deliverEager(shm::Peer& from, const Unexpected& env, const char* payload) {
@@ -121,6 +128,7 @@ void ShmRecv::sendCts(shm::Peer& from, shm::StreamMode mode, std::uint32_t chunk
   r.msgId = msgId_;
   r.len = expect_;
   r.mode = static_cast<std::uint64_t>(mode);
+  r.reserved = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   e_.sendCtl(from, r);
   if (mode != shm::StreamMode::kPush) ++e_.stats().pipelined;
   state_ = State::kReceiving;
@@ -140,7 +148,12 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
   if (!src) return false;
   CopyBlock b;
   b.len = expect_;
+  std::uint64_t t = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   base::Status st = b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost);
+  if (t) {
+    e_.trace(ShmEngine::kTrCopyIssue, t);
+    b.issuedNs = ShmEngine::traceNow();
+  }
   if (!st.isOk()) {
     CGDR_LOG(kWarn, kCuda, "%s copy from rank %d failed (%s): taking another channel", sched::channelName(ch),
              from.worldRank, st.message().c_str());
@@ -182,6 +195,8 @@ void ShmRecv::onPushed(shm::Peer& from, std::uint64_t len) {
 }
 
 void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
+  std::uint64_t t0 = env.gpu && env.sentNs ? ShmEngine::traceNow() : 0;
+  if (t0) e_.trace(ShmEngine::kTrEnvelope, env.sentNs);
   setEnvelope(env.src, env.tag);
   from_ = &from;
   msgId_ = env.msgId;
@@ -194,16 +209,21 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
                  sched::tracer().pattern(from.worldRank), sched::Caps{}};
   if (env.gpu) {
     if (paths) q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
-    // Where the sender can map this rank's buffer it pushes: the same single-copy channels.
+    // Where the sender can map this rank's buffer it may push: the same single-copy channels.
     GpuOffer target;
-    if (paths && gPush.get() && expect_ && env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) &&
-        target_.gpu() && target_.contiguous() && target_.direct()) {
+    int push = gPush.get().index;
+    bool canPull = q.caps.ipc || q.caps.vmmZc;
+    if (paths && (push == kPushAlways || (push == kPushFallback && !canPull)) && expect_ &&
+        env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) && target_.gpu() && target_.contiguous() &&
+        target_.direct()) {
       paths->describe(from.worldRank, target_.direct(), expect_, &target);
       q.caps.ipc = q.caps.ipc || (target.flags & GpuOffer::kIpc);
       q.caps.vmmZc = q.caps.vmmZc || (target.flags & GpuOffer::kZc);
     }
     sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
+    if (t0) e_.trace(ShmEngine::kTrRecvChoose, t0);
     if (ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) {
+      if (push == kPushFallback && canPull && startPull(from, env, ch)) return;
       if (target.flags) {  // the handle kind of the chosen channel, else the other one
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
@@ -319,6 +339,10 @@ bool ShmRecv::pollCopies() {
     if (!pulling_ && from_) {
       if (b.devSlot) ep.releasePeerDevSlot(*from_, b.slot);
       else ep.releasePeerChunk(*from_, b.slot);
+    }
+    if (pulling_ && b.issuedNs) {
+      e_.trace(ShmEngine::kTrCopyRun, b.issuedNs);
+      doneNs_ = ShmEngine::traceNow();
     }
     got_ += b.len;
     inflight_.pop_front();

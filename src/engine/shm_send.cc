@@ -35,6 +35,11 @@ bool ShmSend::tryPost() {
   std::size_t n = data_.size();
   bool sync = mode_ == base::SendMode::kSync;
   bool gpu = n > 0 && data_.mem().onGpu();
+  std::uint64_t t0 = gpu && ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
+  if (t0 && e_.lastRecvDone) {
+    e_.trace(ShmEngine::kTrTurnaround, e_.lastRecvDone);
+    e_.lastRecvDone = 0;
+  }
   bool fits = n <= shm::eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, shm::eagerCredit());
   bool eager = fits;
   GpuOffer offer;
@@ -78,6 +83,7 @@ bool ShmSend::tryPost() {
   h->size = n;
   h->msgId = msgId_;
   h->addr = eager || gpu ? 0 : reinterpret_cast<std::uint64_t>(bytes);
+  h->reserved = t0 && !eager ? ShmEngine::traceNow() : 0;
   if (eager && n) std::memcpy(h + 1, bytes, n);
   if (!eager && gpu) std::memcpy(h + 1, &offer, sizeof offer);
   peer_.out.commit();
@@ -93,6 +99,7 @@ bool ShmSend::tryPost() {
   } else {
     ++e_.stats().rendezvous;
     state_ = State::kWaitCts;
+    if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
   }
   e_.track(this);
   return true;
@@ -112,11 +119,13 @@ bool ShmSend::pumpPush() {
     abort(b.copy.error());
     return true;
   }
+  if (b.issuedNs) e_.trace(ShmEngine::kTrCopyRun, b.issuedNs);
   inflight_.clear();
   shm::CtlRecord r{};
   r.type = static_cast<std::uint32_t>(shm::CtlType::kPushed);
   r.msgId = msgId_;
   r.len = toSend_;
+  r.reserved = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   e_.sendCtl(peer_, r);
   finish();
   return true;
@@ -139,7 +148,12 @@ bool ShmSend::startPush(const GpuOffer& t) {
   }
   CopyBlock b;
   b.len = toSend_;
+  std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   base::Status st = b.copy.start(dst, src, toSend_, device, mem::CopyDir::kPeer);
+  if (t0) {
+    e_.trace(ShmEngine::kTrCopyIssue, t0);
+    b.issuedNs = ShmEngine::traceNow();
+  }
   if (!st.isOk()) {
     CGDR_LOG(kWarn, kCuda, "copy into the GPU buffer of rank %d failed (%s): streaming instead", peer_.worldRank,
              st.message().c_str());

@@ -45,15 +45,24 @@ grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "pods: legacy IPC used a
 out=$(run "pods, small device messages" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds DD --sizes 1,3,4K)
 grep -q "stats: channels: .*shm-eager" <<<"$out" || fail "pods: small device messages were not staged through host memory"
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: small device messages took the cuMem ring"
-# Exportable buffers: small messages rendezvous (no host staging) and the sender pushes into an
-# exportable destination; with CGDR_CUDA_PUSH=0 the receiver pulls instead.
+# Exportable buffers: small messages rendezvous instead of host staging (only buffered sends,
+# copied to host memory by MPI_Bsend/Ibsend, 2 sizes x 2 variants, stay eager); a cudaMalloc
+# source reaches an exportable destination with one copy, pushed by the sender; with
+# CGDR_CUDA_PUSH=off the receiver pulls from exportable sources only.
 out=$(run "pods, small exportable messages" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds VV --sizes 3,4K+5)
-grep -q "stats: sizes 2..3: cuda-vmm-zc$" <<<"$out" || fail "pods: small exportable messages did not go zero-copy"
-grep -q "stats: sizes 4096..8191: cuda-vmm-zc$" <<<"$out" || fail "pods: 4 KiB exportable messages did not go zero-copy"
-grep -q "pushed [1-9]" <<<"$out" || fail "pods: no message was pushed into an exportable destination"
-out=$(run "pods, pull only" -n 2 --gpus "0;1" -x CGDR_CUDA_PUSH=0 -- "$T/p2p_basic" --kinds VV,VD,DV --sizes "$sizes")
-grep -q "pushed [1-9]" <<<"$out" && fail "pods: CGDR_CUDA_PUSH=0 still pushed"
+line=$(grep -m1 "stats: channels:" <<<"$out")
+eager=$(grep -o "shm-eager [0-9]*" <<<"$line" | awk '{print $2}')
+zc=$(grep -o "cuda-vmm-zc [0-9]*" <<<"$line" | awk '{print $2}')
+[ "${zc:-0}" -ge 14 ] && [ "${eager:-0}" -le 4 ] ||
+  fail "pods: small exportable messages were staged through host memory ($line)"
+out=$(run "pods, cudaMalloc to exportable" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds DV --sizes "256K+1,1M+1,9M+7")
+grep -q "pushed [1-9]" <<<"$out" || fail "pods: a cudaMalloc source was not pushed into an exportable destination"
+grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: D to V took two copies (cuda-vmm-stage)"
+out=$(run "pods, pull only" -n 2 --gpus "0;1" -x CGDR_CUDA_PUSH=off -- "$T/p2p_basic" --kinds VV,VD,DV --sizes "$sizes")
+grep -q "pushed [1-9]" <<<"$out" && fail "pods: CGDR_CUDA_PUSH=off still pushed"
 grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: pulls from exportable buffers did not go zero-copy"
+out=$(run "pods, push always" -n 2 --gpus "0;1" -x CGDR_CUDA_PUSH=always -- "$T/p2p_basic" --kinds VV,DV,VD --sizes "$sizes")
+grep -q "pushed [1-9]" <<<"$out" || fail "pods: CGDR_CUDA_PUSH=always did not push"
 for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
   run "pods, $ch forced" -n 2 --gpus "0;1" -x CGDR_FORCE_CHANNEL=$ch -- \
     "$T/p2p_basic" --kinds $kinds --sizes $sizes > /dev/null

@@ -1,0 +1,115 @@
+// Push vs pull between two processes through legacy CUDA IPC mappings, without cgdr: what one
+// copy costs when the buffer on the other side was opened from another process (the floor of
+// cgdr's cuda-ipc channel, as cgdr-peer-copy-bench is for copies inside one process).
+// Run with the plain MPI, 2 ranks, one GPU each (rank r uses GPU r % count):
+//   mpirun -np 2 cgdr-ipc-probe [-i N]
+// Per size, median microseconds of: "push" (rank 0 copies its buffer into rank 1's, polls an
+// event), "pull" (rank 0 copies rank 1's buffer into its own), and the ping-pongs "push pp" /
+// "pull pp" (half round trip; each hop: one copy plus a zero-byte host message telling the peer,
+// as a rendezvous would).
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "cgdr-ipc-probe: %s: %s\n", what, cudaGetErrorString(e));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int iters = 1000;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "-i") iters = std::atoi(argv[++i]);
+  int ngpu = 0;
+  if (size != 2 || cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu < 1) {
+    if (rank == 0) std::printf("SKIP cgdr-ipc-probe: needs 2 ranks and a GPU\n");
+    MPI_Finalize();
+    return 77;
+  }
+  check(cudaSetDevice(rank % ngpu), "cudaSetDevice");
+  const std::size_t cap = std::size_t{1} << 20;
+  void* mine = nullptr;
+  check(cudaMalloc(&mine, cap), "cudaMalloc");
+  cudaIpcMemHandle_t h[2];
+  check(cudaIpcGetMemHandle(&h[rank], mine), "cudaIpcGetMemHandle");
+  MPI_Allgather(&h[rank], sizeof h[0], MPI_BYTE, h, sizeof h[0], MPI_BYTE, MPI_COMM_WORLD);
+  void* peer = nullptr;
+  check(cudaIpcOpenMemHandle(&peer, h[1 - rank], cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+  cudaStream_t s;
+  cudaEvent_t ev;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+  auto copy = [&](void* dst, const void* src, std::size_t n) {
+    check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+    check(cudaEventRecord(ev, s), "cudaEventRecord");
+    while (cudaEventQuery(ev) == cudaErrorNotReady) {
+    }
+  };
+  auto median = [](std::vector<double>& t) {
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2] * 1e6;
+  };
+  if (rank == 0) std::printf("# %10s %10s %10s %10s %10s\n", "bytes", "push", "pull", "push pp", "pull pp");
+  for (std::size_t n : {std::size_t{8}, std::size_t{4096}, std::size_t{65536}, cap}) {
+    double push = 0, pull = 0;
+    if (rank == 0) {  // one-sided: rank 1 waits in the barrier
+      std::vector<double> a, b;
+      for (int k = 0; k < iters + 10; ++k) {
+        double t0 = MPI_Wtime();
+        copy(peer, mine, n);
+        double t1 = MPI_Wtime();
+        copy(mine, peer, n);
+        double t2 = MPI_Wtime();
+        if (k >= 10) {
+          a.push_back(t1 - t0);
+          b.push_back(t2 - t1);
+        }
+      }
+      push = median(a);
+      pull = median(b);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    // Ping-pong: the mover copies, then a zero-byte message; push: the sender moves, pull: the
+    // receiver moves after the message.
+    double pp[2];
+    for (int mode = 0; mode < 2; ++mode) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = 0;
+      for (int k = 0; k < iters + 10; ++k) {
+        if (k == 10) t0 = MPI_Wtime();
+        for (int turn = 0; turn < 2; ++turn) {
+          bool sender = turn == rank;
+          if (sender) {
+            if (mode == 0) copy(peer, mine, n);
+            MPI_Send(nullptr, 0, MPI_BYTE, 1 - rank, 0, MPI_COMM_WORLD);
+          } else {
+            MPI_Recv(nullptr, 0, MPI_BYTE, 1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (mode == 1) copy(mine, peer, n);
+          }
+        }
+      }
+      pp[mode] = (MPI_Wtime() - t0) / iters / 2 * 1e6;
+    }
+    if (rank == 0) std::printf("  %10zu %10.2f %10.2f %10.2f %10.2f\n", n, push, pull, pp[0], pp[1]);
+  }
+  cudaIpcCloseMemHandle(peer);
+  cudaFree(mine);
+  MPI_Finalize();
+  return 0;
+}
