@@ -123,8 +123,8 @@ if has tune 60; then
 fi
 
 if has probe 30; then
-  # Latency A/B of settings, natively and across pods, side by side in one call:
-  # PROBE="WHERE:KINDS:SETTING ..." (WHERE native|pods; SETTING VAR=VALUE or "-").
+  # A/B of settings, natively and across pods, side by side in one call (PROBE_TEST: latency,
+  # bw, bibw): PROBE="WHERE:KINDS:SETTING ..." (SETTING VAR=VALUE or "-").
   b=$build/tools/cgdr-bench/cgdr-bench
   pods=$build/bin/cgdr-pods
   [ -x "$build/bench/cgdr-ipc-probe" ] && timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 \
@@ -132,7 +132,7 @@ if has probe 30; then
   for p in ${PROBE:-"native:DD:-" "native:VV:-" "pods:VV:-" "pods:DV:-" "native:DD:CGDR_CUDA_PUSH=always"}; do
     IFS=: read -r where kinds v <<<"$p"
     [ "$v" = - ] && v=CGDR_FORCE_CHANNEL=auto
-    args=(latency "${kinds:0:1}" "${kinds:1:1}" -m "${PROBE_RANGE:-1:1M}" -i 1000:20)
+    args=(${PROBE_TEST:-latency} "${kinds:0:1}" "${kinds:1:1}" -m "${PROBE_RANGE:-1:1M}" -i ${PROBE_ITERS:-1000:20})
     tr=(-x CGDR_STATS=1 -x CGDR_TRACE_GPU=1)
     # native: both GPUs visible to both ranks; native1: each rank sees only its GPU; pods: one
     # GPU per pod; pods2: both GPUs visible in both pods (each uses its own first).
