@@ -168,7 +168,8 @@ void ShmEngine::adopt(std::unique_ptr<base::Op> op) { adopted_.push_back(std::mo
 namespace {
 base::Setting<bool> gTrace("CGDR_TRACE_GPU", "0", "",
                            "Measure where GPU rendezvous messages spend their time; with CGDR_STATS=1 the mean per "
-                           "step is printed at the end (tuning).");
+                           "step is printed at the end (a tuning tool for single-threaded runs: its counters are "
+                           "not atomic).");
 }  // namespace
 
 bool ShmEngine::tracing() {
