@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "user_side.hpp"
+
 namespace {
 
 void check(cudaError_t e, const char* what) {
@@ -30,15 +32,6 @@ void check(cudaError_t e, const char* what) {
 }
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-std::size_t parse(const char* s) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  else if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
-  return static_cast<std::size_t>(v);
-}
 
 }  // namespace
 
@@ -55,10 +48,10 @@ int main(int argc, char** argv) {
     else if (a == "-m" && i + 1 < argc) {
       std::string m = argv[++i];
       auto c = m.find(':');
-      if (c == std::string::npos) hi = parse(m.c_str());
+      if (c == std::string::npos) hi = cgdr::user::parseSize(m.c_str());
       else {
-        lo = parse(m.substr(0, c).c_str());
-        hi = parse(m.substr(c + 1).c_str());
+        lo = cgdr::user::parseSize(m.substr(0, c).c_str());
+        hi = cgdr::user::parseSize(m.substr(c + 1).c_str());
       }
     } else {
       std::fprintf(stderr, "usage: cgdr-peer-copy-bench [--from A] [--to B] [-m MIN:MAX] [-i N] [--json FILE]\n");

@@ -142,7 +142,10 @@ class ShmEngine {
   std::recursive_mutex mutex_;
   std::unordered_map<int, CtxQueues> queues_;
   std::unordered_map<std::uint64_t, ShmSend*> sends_;               // in flight, by msgId
-  std::unordered_map<std::uint64_t, ShmRecv*> dataRecvs_;           // (peer local << 48) ^ msgId
+  std::unordered_map<std::uint64_t, ShmRecv*> dataRecvs_;           // by dataKey()
+  static std::uint64_t dataKey(const channel::shm::Peer& p, std::uint64_t msgId) {
+    return (std::uint64_t{p.local} << 48) ^ msgId;
+  }
   std::vector<std::list<ShmSend*>> outbound_;                       // per peer local index
   std::vector<std::list<channel::shm::CtlRecord>> ctlBacklog_;      // per peer local index
   std::list<ShmSend*> streaming_;

@@ -88,16 +88,10 @@ base::Result<VmmBuffer> VmmBuffer::create(int device, std::size_t bytes) {
   CUresult r = d->memGranularity(&gran, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   if (r != CUDA_SUCCESS) return fail("cuMemGetAllocationGranularity", r);
   bytes = (bytes + gran - 1) / gran * gran;
-  VmmBuffer b;
   CUmemGenericAllocationHandle h = 0;
   r = d->memCreate(&h, bytes, &p, 0);
   if (r != CUDA_SUCCESS) return fail("cuMemCreate", r);
-  b.handle_ = h;
-  b.size_ = bytes;
-  base::Status st = mapInto(*d, h, bytes, device, &b.ptr_);
-  if (!st.isOk()) return st;
-  b.mapped_ = true;
-  return b;
+  return adopt(h, bytes, device);
 }
 
 base::Result<VmmBuffer> VmmBuffer::import(int fd, std::size_t bytes, int device) {
@@ -106,15 +100,19 @@ base::Result<VmmBuffer> VmmBuffer::import(int fd, std::size_t bytes, int device)
     close(fd);
     return base::Status(base::Errc::kUnsupported, "no CUDA driver VMM support");
   }
-  VmmBuffer b;
   CUmemGenericAllocationHandle h = 0;
   CUresult r = d->memImport(&h, reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)),
                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   close(fd);
   if (r != CUDA_SUCCESS) return fail("cuMemImportFromShareableHandle", r);
-  b.handle_ = h;
+  return adopt(h, bytes, device);
+}
+
+base::Result<VmmBuffer> VmmBuffer::adopt(std::uint64_t handle, std::size_t bytes, int device) {
+  VmmBuffer b;  // owns the handle from here: released if the mapping fails
+  b.handle_ = handle;
   b.size_ = bytes;
-  base::Status st = mapInto(*d, h, bytes, device, &b.ptr_);
+  base::Status st = mapInto(*base::cuda::driver(), handle, bytes, device, &b.ptr_);
   if (!st.isOk()) return st;
   b.mapped_ = true;
   return b;

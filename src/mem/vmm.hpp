@@ -32,6 +32,8 @@ class VmmBuffer {
   void reset();
 
  private:
+  // Maps an allocation handle (taken over) for `device`.
+  static base::Result<VmmBuffer> adopt(std::uint64_t handle, std::size_t bytes, int device);
   std::uint64_t ptr_ = 0;
   std::size_t size_ = 0;
   std::uint64_t handle_ = 0;

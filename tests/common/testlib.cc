@@ -4,10 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#if CGDR_HAVE_CUDA
-#include <cuda.h>
-#include <cuda_runtime.h>
-#endif
+#include "user_side.hpp"
 
 namespace t {
 namespace {
@@ -21,63 +18,6 @@ void cudaOk(cudaError_t e, const char* what) {
     std::fprintf(stderr, "rank %d: %s: %s\n", gRank, what, cudaGetErrorString(e));
     std::abort();
   }
-}
-
-// The driver's cuMem calls, reached through the runtime (no -lcuda).
-template <typename F>
-F entry(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess || !fn) {
-    std::fprintf(stderr, "rank %d: driver entry point %s not found\n", gRank, name);
-    std::abort();
-  }
-  return reinterpret_cast<F>(fn);
-}
-
-void cuOk(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) {
-    std::fprintf(stderr, "rank %d: %s failed (CUresult %d)\n", gRank, what, static_cast<int>(r));
-    std::abort();
-  }
-}
-
-// Exportable cuMem memory on the current device: create, reserve, map, allow access.
-void* vmmAlloc(std::size_t bytes, std::size_t* mapped, unsigned long long* handle) {
-  int dev = 0;
-  cudaOk(cudaGetDevice(&dev), "cudaGetDevice");
-  cudaOk(cudaFree(nullptr), "context");  // make sure the primary context exists
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  std::size_t gran = 0;
-  cuOk(entry<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity")(
-           &gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-       "cuMemGetAllocationGranularity");
-  std::size_t size = (bytes + gran - 1) / gran * gran;
-  CUmemGenericAllocationHandle h = 0;
-  cuOk(entry<decltype(&cuMemCreate)>("cuMemCreate")(&h, size, &prop, 0), "cuMemCreate");
-  CUdeviceptr p = 0;
-  cuOk(entry<decltype(&cuMemAddressReserve)>("cuMemAddressReserve")(&p, size, 0, 0, 0), "cuMemAddressReserve");
-  cuOk(entry<decltype(&cuMemMap)>("cuMemMap")(p, size, 0, h, 0), "cuMemMap");
-  CUmemAccessDesc access{};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  cuOk(entry<decltype(&cuMemSetAccess)>("cuMemSetAccess")(p, size, &access, 1), "cuMemSetAccess");
-  *mapped = size;
-  *handle = h;
-  return reinterpret_cast<void*>(p);
-}
-
-void vmmFree(void* p, std::size_t size, unsigned long long h) {
-  cudaDeviceSynchronize();
-  auto d = reinterpret_cast<CUdeviceptr>(p);
-  entry<decltype(&cuMemUnmap)>("cuMemUnmap")(d, size);
-  entry<decltype(&cuMemRelease)>("cuMemRelease")(h);
-  entry<decltype(&cuMemAddressFree)>("cuMemAddressFree")(d, size);
 }
 #endif
 }  // namespace
@@ -106,7 +46,12 @@ Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
   else if (k == Kind::D) {
     cudaOk(cudaMalloc(&p_, alloc), "cudaMalloc");
   } else if (k == Kind::V) {
-    p_ = vmmAlloc(alloc, &reserved_, &handle_);
+    cgdr::user::VmmAlloc v;
+    const char* what = "";
+    if (!cgdr::user::vmmAlloc(alloc, &v, &what)) std::fprintf(stderr, "rank %d: %s failed\n", gRank, what);
+    p_ = v.ptr;
+    reserved_ = v.size;
+    handle_ = v.handle;
   } else {
     cudaOk(cudaMallocManaged(&p_, alloc), "cudaMallocManaged");
   }
@@ -121,7 +66,7 @@ Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
 Buf::~Buf() {
   if (k_ == Kind::H) std::free(p_);
 #if CGDR_HAVE_CUDA
-  else if (k_ == Kind::V) vmmFree(p_, reserved_, handle_);
+  else if (k_ == Kind::V) cgdr::user::vmmFree({p_, reserved_, handle_});
   else cudaFree(p_);
 #endif
 }

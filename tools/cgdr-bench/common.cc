@@ -5,66 +5,10 @@
 
 #include "bench.hpp"
 
-#if CGDR_HAVE_CUDA
-#include <cuda.h>
-#include <cuda_runtime.h>
-#endif
+#include "user_side.hpp"
 
 namespace bench {
 
-#if CGDR_HAVE_CUDA
-namespace {
-template <typename F>
-F entry(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess)
-    return nullptr;
-  return reinterpret_cast<F>(fn);
-}
-
-// Exportable cuMem memory on the current device (nullptr on failure).
-void* vmmAlloc(std::size_t bytes, std::size_t* mapped, unsigned long long* handle) {
-  auto gran = entry<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
-  auto create = entry<decltype(&cuMemCreate)>("cuMemCreate");
-  auto reserve = entry<decltype(&cuMemAddressReserve)>("cuMemAddressReserve");
-  auto map = entry<decltype(&cuMemMap)>("cuMemMap");
-  auto access = entry<decltype(&cuMemSetAccess)>("cuMemSetAccess");
-  if (!gran || !create || !reserve || !map || !access) return nullptr;
-  int dev = 0;
-  cudaGetDevice(&dev);
-  cudaFree(nullptr);
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  std::size_t g = 0;
-  if (gran(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) return nullptr;
-  std::size_t size = (bytes + g - 1) / g * g;
-  CUmemGenericAllocationHandle h = 0;
-  CUdeviceptr p = 0;
-  if (create(&h, size, &prop, 0) != CUDA_SUCCESS) return nullptr;
-  if (reserve(&p, size, 0, 0, 0) != CUDA_SUCCESS || map(p, size, 0, h, 0) != CUDA_SUCCESS) return nullptr;
-  CUmemAccessDesc a{};
-  a.location = prop.location;
-  a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if (access(p, size, &a, 1) != CUDA_SUCCESS) return nullptr;
-  *mapped = size;
-  *handle = h;
-  return reinterpret_cast<void*>(p);
-}
-
-void vmmFree(void* p, std::size_t size, unsigned long long h) {
-  cudaDeviceSynchronize();
-  auto d = reinterpret_cast<CUdeviceptr>(p);
-  if (auto unmap = entry<decltype(&cuMemUnmap)>("cuMemUnmap")) unmap(d, size);
-  if (auto release = entry<decltype(&cuMemRelease)>("cuMemRelease")) release(h);
-  if (auto afree = entry<decltype(&cuMemAddressFree)>("cuMemAddressFree")) afree(d, size);
-}
-}  // namespace
-#endif
 
 Loc parseLoc(const std::string& s) {
   if (s == "D" || s == "cuda" || s == "device") return Loc::kDevice;
@@ -122,7 +66,12 @@ Buffer::Buffer(Loc l, std::size_t bytes) : loc_(l) {
   else if (l == Loc::kDevice) {
     if (cudaMalloc(&p_, n) != cudaSuccess) p_ = nullptr;
   } else if (l == Loc::kVmm) {
-    p_ = vmmAlloc(n, &mapped_, &handle_);
+    cgdr::user::VmmAlloc v;
+    const char* what = "";
+    if (!cgdr::user::vmmAlloc(n, &v, &what)) std::fprintf(stderr, "cgdr-bench: %s failed\n", what);
+    p_ = v.ptr;
+    mapped_ = v.size;
+    handle_ = v.handle;
   } else if (cudaMallocManaged(&p_, n) != cudaSuccess) {
     p_ = nullptr;
   }
@@ -137,7 +86,7 @@ Buffer::Buffer(Loc l, std::size_t bytes) : loc_(l) {
 Buffer::~Buffer() {
   if (loc_ == Loc::kHost) std::free(p_);
 #if CGDR_HAVE_CUDA
-  else if (loc_ == Loc::kVmm) vmmFree(p_, mapped_, handle_);
+  else if (loc_ == Loc::kVmm) cgdr::user::vmmFree({p_, mapped_, handle_});
   else cudaFree(p_);
 #endif
 }

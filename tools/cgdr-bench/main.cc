@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bench.hpp"
+#include "user_side.hpp"
 
 namespace {
 
@@ -26,15 +27,6 @@ void usage() {
       "  --json FILE      also write the results as JSON (- for stdout)\n"
       "  --gpu N          GPU ordinal (default: local rank modulo GPU count)\n"
       "Preload cgdr to measure it: cgdr-run cgdr-bench ... or LD_PRELOAD=libcgdr.so.");
-}
-
-std::size_t parseSize(const char* s) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  else if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
-  return static_cast<std::size_t>(v);
 }
 
 void parsePair(const char* s, int* a, int* b) {
@@ -60,10 +52,10 @@ bool parse(int argc, char** argv, bench::Options& o) {
       const char* v = next();
       const char* colon = std::strchr(v, ':');
       if (colon) {
-        o.minSize = parseSize(v);
-        o.maxSize = parseSize(colon + 1);
+        o.minSize = cgdr::user::parseSize(v);
+        o.maxSize = cgdr::user::parseSize(colon + 1);
       } else {
-        o.maxSize = parseSize(v);
+        o.maxSize = cgdr::user::parseSize(v);
       }
     } else if (a == "-i") {
       parsePair(next(), &o.iters, &o.itersLarge);
