@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU machine's one-call suite (nvidia-h200-x2): builds cgdr, runs the GPU tests and the
 # benchmarks, and leaves logs under $OUT (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests pods hostperf compare tune probe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests pods hostperf compare tune probe visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -147,6 +147,20 @@ if has probe 30; then
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
     grep -E "trace|channels" <<<"$r" | sed 's/^.*stats: /  /' | tee -a "$summary"
   done
+fi
+
+if has visprobe 30; then
+  # Copy issue/run cost to another process's GPU memory with that GPU visible or not, by the way
+  # the copy is issued (bench/vis_probe.cu; no cgdr).
+  mkdir -p "$build"; vp=$build/cgdr-vis-probe
+  if nvcc -O2 -arch=sm_90 -o "$vp" "$top/bench/vis_probe.cu" -lcuda $(mpicxx --showme:compile) \
+       $(mpicxx --showme:link) > "$logs/visprobe-build.log" 2>&1; then
+    for v in both one; do
+      timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 "$vp" $v -i "${VISPROBE_ITERS:-2000}" 2>&1 | tee -a "$summary"
+    done
+  else
+    say "visprobe: build failed"; tail -5 "$logs/visprobe-build.log" | tee -a "$summary"
+  fi
 fi
 
 if has bench 60; then

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/config.hpp"
 #include "base/cuda.hpp"
@@ -116,7 +117,7 @@ void GpuPaths::offer(int w, const void* p, std::size_t n, int device, GpuOffer* 
     o->flags |= GpuOffer::kStage;
     o->ringId = r.id;
   }
-  describe(w, p, n, o);
+  describe(w, p, n, device, o);
 }
 
 GpuPaths::Export* GpuPaths::exportOf(const void* p, std::size_t n, bool zc) {
@@ -152,13 +153,14 @@ bool GpuPaths::zeroCopyable(int w, const void* p, std::size_t n) {
   return e && e->zcOk && addr >= e->zcBase && addr + n <= e->zcBase + e->zcSize;
 }
 
-void GpuPaths::describe(int w, const void* p, std::size_t n, GpuOffer* o) {
+void GpuPaths::describe(int w, const void* p, std::size_t n, int device, GpuOffer* o) {
   o->flags &= ~(GpuOffer::kIpc | GpuOffer::kZc);
   if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return;
   sched::Caps caps = senderCaps(w);
   if (!caps.ipc && !caps.vmmZc) return;
   auto addr = reinterpret_cast<std::uint64_t>(p);
   std::lock_guard lock(mutex_);
+  if (const std::uint8_t* u = uuidOf(device)) std::memcpy(o->gpu, u, sizeof o->gpu);
   Export* found = exportOf(p, n, caps.vmmZc);
   if (!found) return;
   Export& e = *found;
@@ -179,6 +181,36 @@ void GpuPaths::describe(int w, const void* p, std::size_t n, GpuOffer* o) {
   o->zcSize = size;
   o->zcOffset = addr - e.zcBase;
   o->flags |= GpuOffer::kZc;
+}
+
+const std::uint8_t* GpuPaths::uuidOf(int device) {
+#if CGDR_HAVE_CUDA
+  if (uuids_.empty()) {
+    uuids_.resize(static_cast<std::size_t>(std::max(base::cuda::deviceCount(), 0)));
+    for (std::size_t d = 0; d < uuids_.size(); ++d) {
+      cudaDeviceProp p{};
+      if (cudaGetDeviceProperties(&p, static_cast<int>(d)) == cudaSuccess)
+        uuids_[d].assign(p.uuid.bytes, p.uuid.bytes + 16);
+    }
+    (void)cudaGetLastError();
+  }
+  if (device >= 0 && device < static_cast<int>(uuids_.size()) && uuids_[device].size() == 16)
+    return uuids_[device].data();
+#else
+  (void)device;
+#endif
+  return nullptr;
+}
+
+mem::Issue GpuPaths::issueFor(const GpuOffer& o, int device) {
+  static const std::uint8_t kNone[16] = {};
+  if (std::memcmp(o.gpu, kNone, sizeof kNone) == 0) return mem::Issue::kMemcpy;  // unknown: as before
+  std::lock_guard lock(mutex_);
+  const std::uint8_t* mine = uuidOf(device);
+  if (mine && std::memcmp(mine, o.gpu, 16) == 0) return mem::Issue::kGraph;  // same GPU
+  for (const auto& u : uuids_)
+    if (u.size() == 16 && std::memcmp(u.data(), o.gpu, 16) == 0) return mem::Issue::kMemcpy;  // another visible GPU
+  return mem::Issue::kGraph;  // a GPU this process cannot see
 }
 
 int GpuPaths::homeDevice() {

@@ -16,6 +16,7 @@
 
 #include "channel/cuda_ipc/ipc.hpp"
 #include "channel/cuda_vmm/link.hpp"
+#include "mem/gpu_copy.hpp"
 #include "sched/select.hpp"
 
 namespace cgdr::engine {
@@ -28,8 +29,9 @@ struct GpuOffer {
   std::uint64_t zcId = 0, zcSize = 0, zcOffset = 0;  // kZc: the allocation as shared over the link
   channel::cuda_ipc::Handle ipc{};                     // kIpc
   std::uint64_t ringId = 0;                            // kStage: the sender's ring as shared
+  std::uint8_t gpu[16] = {};                           // UUID of the GPU holding the bytes (0: unknown)
 };
-static_assert(sizeof(GpuOffer) == 128);
+static_assert(sizeof(GpuOffer) == 144);
 
 class GpuPaths {
  public:
@@ -50,7 +52,12 @@ class GpuPaths {
   // Fills the offer's kIpc/kZc part for n contiguous bytes of device memory at p, as far as
   // peerWorld can map them (sharing a cuMem allocation's fd with the peer first). Used for a
   // sender's source (the receiver pulls) and for a receiver's destination (the sender pushes).
-  void describe(int peerWorld, const void* p, std::size_t n, GpuOffer* o);
+  // `device`: the GPU holding p.
+  void describe(int peerWorld, const void* p, std::size_t n, int device, GpuOffer* o);
+  // How to issue a copy between this rank's GPU `device` and the bytes `o` describes (or the
+  // staging ring of its sender, on the same GPU): through the copy graph where they are on the
+  // same GPU or on one this process cannot see, else cudaMemcpyAsync (mem::Issue).
+  mem::Issue issueFor(const GpuOffer& o, int device);
   // Whether [p, p+n) lies in an exportable cuMem allocation that peerWorld can map.
   bool zeroCopyable(int peerWorld, const void* p, std::size_t n);
   // The peer's described bytes as an address in this process for channel c (kCudaIpc or
@@ -100,6 +107,9 @@ class GpuPaths {
   Export* exportOf(const void* p, std::size_t n, bool zc);
   std::unordered_map<std::uint64_t, Export> exports_;  // by allocation base
   std::unordered_set<void*> pinned_;
+  // GPU UUIDs of this process's devices by ordinal, read on first use (mutex_ held).
+  const std::uint8_t* uuidOf(int device);
+  std::vector<std::vector<std::uint8_t>> uuids_;
   std::atomic<int> home_{-1};
   std::size_t slotBytes_ = 0;
   std::uint32_t slots_ = 0;

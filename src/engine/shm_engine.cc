@@ -75,6 +75,9 @@ void ShmEngine::stop() {
         line += std::string(line.empty() ? "" : ", ") + sched::channelName(static_cast<sched::Channel>(c)) + " " +
                 std::to_string(s.channel[c]);
     if (!line.empty()) CGDR_LOG(kWarn, kShm, "stats: channels: %s", line.c_str());
+    mem::CopyCounts cc = mem::copyCounts();
+    if (cc.graph + cc.plain)
+      CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu, plain %llu", cc.graph, cc.plain);
     if (tracing()) {
       static const char* names[] = {"send-build", "envelope", "recv-choose", "copy-issue", "copy-run", "cts", "pushed",
                                      "recv-finish", "turnaround"};

@@ -140,6 +140,7 @@ class ShmRecv final : public base::Op {
   bool pulling_ = false;    // one copy from the sender's buffer, then FIN
   bool pushed_ = false;     // asked the sender to copy into the buffer (it may stream instead)
   int device_ = -1;         // the GPU this rank copies with
+  mem::Issue issue_ = mem::Issue::kMemcpy;  // how copies from the sender's GPU are issued
   std::uint64_t doneNs_ = 0;  // CGDR_TRACE_GPU: when the pull was seen done
   std::deque<CopyBlock> inflight_;
   std::unique_ptr<base::Op> real_;  // mixed: the real MPI's receive of the message it matched

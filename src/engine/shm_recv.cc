@@ -149,7 +149,8 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
   CopyBlock b;
   b.len = expect_;
   std::uint64_t t = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
-  base::Status st = b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost);
+  base::Status st =
+      b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_);
   if (t) {
     e_.trace(ShmEngine::kTrCopyIssue, t);
     b.issuedNs = ShmEngine::traceNow();
@@ -208,7 +209,10 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
                  target_.gpu() ? sched::Dst::kGpu : sched::Dst::kHost, expect_,
                  sched::tracer().pattern(from.worldRank), sched::Caps{}};
   if (env.gpu) {
-    if (paths) q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
+    if (paths) {
+      q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
+      issue_ = paths->issueFor(env.offer, target_.gpu() ? target_.device() : -1);
+    }
     // Where the sender can map this rank's buffer it may push: the same single-copy channels.
     GpuOffer target;
     int push = gPush.get().index;
@@ -216,7 +220,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     if (paths && (push == kPushAlways || (push == kPushFallback && !canPull)) && expect_ &&
         env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) && target_.gpu() && target_.contiguous() &&
         target_.direct()) {
-      paths->describe(from.worldRank, target_.direct(), expect_, &target);
+      paths->describe(from.worldRank, target_.direct(), expect_, target_.device(), &target);
       q.caps.ipc = q.caps.ipc || (target.flags & GpuOffer::kIpc);
       q.caps.vmmZc = q.caps.vmmZc || (target.flags & GpuOffer::kZc);
     }
@@ -317,7 +321,7 @@ void ShmRecv::onDevData(shm::Peer& from, const shm::CtlRecord& r) {
   b.offset = r.offset;
   b.len = r.len;
   base::Status st = b.copy.start(dst_ + r.offset, ring + r.slotOffset, r.len, device_,
-                                 dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost);
+                                 dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_);
   if (!st.isOk()) {
     abort(st);
     return;

@@ -149,7 +149,7 @@ bool ShmSend::startPush(const GpuOffer& t) {
   CopyBlock b;
   b.len = toSend_;
   std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
-  base::Status st = b.copy.start(dst, src, toSend_, device, mem::CopyDir::kPeer);
+  base::Status st = b.copy.start(dst, src, toSend_, device, mem::CopyDir::kPeer, paths->issueFor(t, device));
   if (t0) {
     e_.trace(ShmEngine::kTrCopyIssue, t0);
     b.issuedNs = ShmEngine::traceNow();
@@ -228,7 +228,7 @@ bool ShmSend::pumpAsync() {
     b.len = std::min<std::uint64_t>(block, toSend_ - sent_);
     char* dst = devRing_ ? ring_.base + std::size_t(slot) * ring_.slotBytes : ep.chunk(slot);
     base::Status st = b.copy.start(dst, data_.gpuData() + sent_, b.len, device,
-                                   devRing_ ? mem::CopyDir::kStage : mem::CopyDir::kToHost);
+                                   devRing_ ? mem::CopyDir::kStage : mem::CopyDir::kToHost, mem::Issue::kGraph);
     if (!st.isOk()) {
       abort(st);
       return true;

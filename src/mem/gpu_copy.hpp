@@ -13,6 +13,14 @@ namespace cgdr::mem {
 // pulls when two ranks send to each other at once).
 enum class CopyDir { kToHost, kToDevice, kPeer, kStage };
 
+// How a device-to-device copy is put on its stream. cudaMemcpyAsync costs ~3.4 us to issue for a
+// copy within one GPU, or from/to memory of a GPU this process cannot see (a container that sees
+// only its own GPU), against ~1.6 us between two GPUs it can see; one CUDA graph per stream
+// holding a single copy node, re-pointed per copy, costs ~1.9 us in every case (measured on
+// nvidia-h200-x2 by bench/vis_probe.cu). kGraph asks for the graph (used where the other side is
+// on this GPU or on an invisible one); CGDR_CUDA_GRAPH_COPY overrides.
+enum class Issue { kMemcpy, kGraph };
+
 // One asynchronous copy; completion is polled or waited for. Move-only.
 class GpuCopy {
  public:
@@ -23,8 +31,11 @@ class GpuCopy {
   GpuCopy& operator=(const GpuCopy&) = delete;
   ~GpuCopy();
 
-  // Starts copying n bytes; `device` is the GPU that owns the device side.
-  base::Status start(void* dst, const void* src, std::size_t n, int device, CopyDir dir);
+  // Starts copying n bytes; `device` is the GPU that owns the device side. `issue`: only for
+  // copies whose both sides are GPU memory (kPeer, kStage); anything the graph cannot take is
+  // issued as a plain copy.
+  base::Status start(void* dst, const void* src, std::size_t n, int device, CopyDir dir,
+                     Issue issue = Issue::kMemcpy);
   // True once the copy finished (or none was started). Errors surface in wait().
   bool done();
   // Blocks until finished; reports a failed copy.
@@ -37,6 +48,12 @@ class GpuCopy {
   void* event_ = nullptr;  // cudaEvent_t
   base::Status error_;
 };
+
+// Copies issued through the copy graph, and plainly, by this process so far (CGDR_STATS).
+struct CopyCounts {
+  unsigned long long graph = 0, plain = 0;
+};
+CopyCounts copyCounts();
 
 // Synchronous copy (both directions) used by blocking paths.
 base::Status copySync(void* dst, const void* src, std::size_t n, int device, CopyDir dir);

@@ -9,7 +9,7 @@
 namespace cgdr::channel::shm {
 
 constexpr std::uint64_t kSegmentMagic = 0x70656e6f52444743ull;  // "CGDRonep"
-constexpr std::uint32_t kLayoutVersion = 3;
+constexpr std::uint32_t kLayoutVersion = 4;
 constexpr std::size_t kLine = 64;
 
 // Records on a message ring.
