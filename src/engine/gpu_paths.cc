@@ -108,7 +108,8 @@ sched::Caps GpuPaths::receiverCaps(int w, const GpuOffer& o, int device) {
   return c;
 }
 
-void GpuPaths::offer(int w, const void* p, std::size_t n, int device, GpuOffer* o) {
+void GpuPaths::offer(int w, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o) {
+  int device = known.device;
   o->flags = 0;
   if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return;
   noteDevice(device);
@@ -117,14 +118,22 @@ void GpuPaths::offer(int w, const void* p, std::size_t n, int device, GpuOffer* 
     o->flags |= GpuOffer::kStage;
     o->ringId = r.id;
   }
-  describe(w, p, n, device, o);
+  describe(w, p, n, known, o);
 }
 
-GpuPaths::Export* GpuPaths::exportOf(const void* p, std::size_t n, bool zc) {
+GpuPaths::Export* GpuPaths::exportOf(const void* p, std::size_t n, bool zc, const mem::MemInfo& known) {
   base::cuda::PointerAttrs a;
-  if (!base::cuda::queryPointer(p, true, &a) || a.type != base::cuda::PointerAttrs::Type::kDevice || !a.bufferId ||
-      !a.rangeStart)
+  auto addr = reinterpret_cast<std::uintptr_t>(p);
+  if (known.kind == mem::MemKind::kDevice && known.bufferId && known.base && addr >= known.base &&
+      addr - known.base < known.extent) {  // classified by the caller just now
+    a.type = base::cuda::PointerAttrs::Type::kDevice;
+    a.bufferId = known.bufferId;
+    a.rangeStart = known.base;
+    a.rangeSize = known.extent;
+  } else if (!base::cuda::queryPointer(p, true, &a)) {
     return nullptr;
+  }
+  if (a.type != base::cuda::PointerAttrs::Type::kDevice || !a.bufferId || !a.rangeStart) return nullptr;
   Export& e = exports_[a.rangeStart];
   if (e.bufferId != a.bufferId) {  // first use, or freed and allocated again at this address
     e = Export{};
@@ -145,23 +154,23 @@ GpuPaths::Export* GpuPaths::exportOf(const void* p, std::size_t n, bool zc) {
   return &e;
 }
 
-bool GpuPaths::zeroCopyable(int w, const void* p, std::size_t n) {
+bool GpuPaths::zeroCopyable(int w, const void* p, std::size_t n, const mem::MemInfo& known) {
   if (n == 0 || !senderCaps(w).vmmZc) return false;
   auto addr = reinterpret_cast<std::uint64_t>(p);
   std::lock_guard lock(mutex_);
-  Export* e = exportOf(p, n, true);
+  Export* e = exportOf(p, n, true, known);
   return e && e->zcOk && addr >= e->zcBase && addr + n <= e->zcBase + e->zcSize;
 }
 
-void GpuPaths::describe(int w, const void* p, std::size_t n, int device, GpuOffer* o) {
+void GpuPaths::describe(int w, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o) {
   o->flags &= ~(GpuOffer::kIpc | GpuOffer::kZc);
   if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return;
   sched::Caps caps = senderCaps(w);
   if (!caps.ipc && !caps.vmmZc) return;
   auto addr = reinterpret_cast<std::uint64_t>(p);
   std::lock_guard lock(mutex_);
-  if (const std::uint8_t* u = uuidOf(device)) std::memcpy(o->gpu, u, sizeof o->gpu);
-  Export* found = exportOf(p, n, caps.vmmZc);
+  if (const std::uint8_t* u = uuidOf(known.device)) std::memcpy(o->gpu, u, sizeof o->gpu);
+  Export* found = exportOf(p, n, caps.vmmZc, known);
   if (!found) return;
   Export& e = *found;
   if (caps.ipc && e.ipcOk && addr >= e.ipc.base && addr + n <= e.ipc.base + e.rangeSize) {
@@ -211,6 +220,15 @@ mem::Issue GpuPaths::issueFor(const GpuOffer& o, int device) {
   for (const auto& u : uuids_)
     if (u.size() == 16 && std::memcmp(u.data(), o.gpu, 16) == 0) return mem::Issue::kMemcpy;  // another visible GPU
   return mem::Issue::kGraph;  // a GPU this process cannot see
+}
+
+std::uint64_t GpuPaths::peerMemoryId(int w, sched::Channel c, std::uint64_t id) {
+  if (!id || w < 0) return 0;
+  auto peer = static_cast<std::uint64_t>(w) * 2;
+  if (c == sched::Channel::kCudaIpc) return mem::copyId(peer + 1, id);  // buffer ids: unique per allocation
+  // allocations and rings shared over the link: ids unique per link, mapped until finalize
+  if (c == sched::Channel::kCudaVmmZc || c == sched::Channel::kCudaVmmStage) return mem::copyId(peer + 2, id);
+  return 0;
 }
 
 int GpuPaths::homeDevice() {

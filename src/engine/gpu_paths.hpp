@@ -17,6 +17,7 @@
 #include "channel/cuda_ipc/ipc.hpp"
 #include "channel/cuda_vmm/link.hpp"
 #include "mem/gpu_copy.hpp"
+#include "mem/memtype.hpp"
 #include "sched/select.hpp"
 
 namespace cgdr::engine {
@@ -48,18 +49,28 @@ class GpuPaths {
 
   // Sender: fills the offer for n contiguous bytes of device memory at p (on `device`) sent to
   // peerWorld; offering the staging ring shares it with the peer first.
-  void offer(int peerWorld, const void* p, std::size_t n, int device, GpuOffer* o);
+  // `known`: p's classification, where the caller has it (saves asking the driver again).
+  void offer(int peerWorld, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o);
   // Fills the offer's kIpc/kZc part for n contiguous bytes of device memory at p, as far as
   // peerWorld can map them (sharing a cuMem allocation's fd with the peer first). Used for a
   // sender's source (the receiver pulls) and for a receiver's destination (the sender pushes).
   // `device`: the GPU holding p.
-  void describe(int peerWorld, const void* p, std::size_t n, int device, GpuOffer* o);
+  void describe(int peerWorld, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o);
   // How to issue a copy between this rank's GPU `device` and the bytes `o` describes (or the
   // staging ring of its sender, on the same GPU): through the copy graph where they are on the
   // same GPU or on one this process cannot see, else cudaMemcpyAsync (mem::Issue).
   mem::Issue issueFor(const GpuOffer& o, int device);
+  // An identity of peerWorld's memory that `o` names for channel c (kCudaIpc, kCudaVmmZc), for
+  // the copy graphs (mem::CopyIds); 0: none.
+  static std::uint64_t peerMemoryId(int peerWorld, const GpuOffer& o, sched::Channel c) {
+    return c == sched::Channel::kCudaIpc ? peerMemoryId(peerWorld, c, o.ipc.bufferId)
+                                         : peerMemoryId(peerWorld, c, o.zcId);
+  }
+  // The same from the id itself: a legacy IPC buffer id (kCudaIpc), or the id of an allocation
+  // or staging ring shared over the cuMem link (kCudaVmmZc, kCudaVmmStage).
+  static std::uint64_t peerMemoryId(int peerWorld, sched::Channel c, std::uint64_t id);
   // Whether [p, p+n) lies in an exportable cuMem allocation that peerWorld can map.
-  bool zeroCopyable(int peerWorld, const void* p, std::size_t n);
+  bool zeroCopyable(int peerWorld, const void* p, std::size_t n, const mem::MemInfo& known);
   // The peer's described bytes as an address in this process for channel c (kCudaIpc or
   // kCudaVmmZc), usable from `device`; nullptr if they cannot be reached.
   void* peerAddress(int peerWorld, const GpuOffer& o, sched::Channel c, int device);
@@ -104,7 +115,7 @@ class GpuPaths {
   };
   // The export state of the allocation holding [p, p+n) (mutex_ held); nullptr for memory that
   // is not plain device memory. zc: also check cuMem exportability (once per allocation).
-  Export* exportOf(const void* p, std::size_t n, bool zc);
+  Export* exportOf(const void* p, std::size_t n, bool zc, const mem::MemInfo& known);
   std::unordered_map<std::uint64_t, Export> exports_;  // by allocation base
   std::unordered_set<void*> pinned_;
   // GPU UUIDs of this process's devices by ordinal, read on first use (mutex_ held).

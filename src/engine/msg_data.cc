@@ -25,7 +25,8 @@ base::Result<mem::MemInfo> where(const void* p, std::size_t n) {
 
 }  // namespace
 
-base::Result<SendData> SendData::prepare(const void* buf, int count, MPI_Datatype type) {
+base::Result<SendData> SendData::prepare(const void* buf, int count, MPI_Datatype type,
+                                         const std::optional<mem::MemInfo>& seen) {
   SendData d;
   if (count <= 0) return d;
   d.buf_ = buf;
@@ -34,9 +35,13 @@ base::Result<SendData> SendData::prepare(const void* buf, int count, MPI_Datatyp
   d.span_ = base::spanOf(count, type);
   d.size_ = d.span_.dataBytes;
   if (d.size_ == 0) return d;
-  auto m = where(base::spanStart(buf, d.span_), d.span_.bytes);
-  if (!m.isOk()) return m.status();
-  d.mem_ = m.value();
+  if (seen) {
+    d.mem_ = *seen;
+  } else {
+    auto m = where(base::spanStart(buf, d.span_), d.span_.bytes);
+    if (!m.isOk()) return m.status();
+    d.mem_ = m.value();
+  }
   if (d.mem_.onGpu()) {
     if (d.span_.contiguous) d.gpuPtr_ = static_cast<const char*>(base::spanStart(buf, d.span_));
     return d;
@@ -84,7 +89,8 @@ base::Status SendData::detach() {
   return base::Status::ok();
 }
 
-base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype type) {
+base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype type,
+                                             const std::optional<mem::MemInfo>& seen) {
   RecvTarget t;
   t.buf_ = buf;
   t.count_ = count;
@@ -96,17 +102,20 @@ base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype 
   if (t.cap_ == 0) return t;
   t.contiguous_ = t.span_.contiguous;
   t.start_ = static_cast<char*>(const_cast<void*>(base::spanStart(buf, t.span_)));
-  auto m = where(t.start_, t.span_.bytes);
-  if (!m.isOk()) return m.status();
-  t.gpu_ = m.value().onGpu();
-  t.device_ = m.value().device;
-  if (!t.gpu_ && t.contiguous_) t.land_ = t.start_;
+  if (seen) {
+    t.mem_ = *seen;
+  } else {
+    auto m = where(t.start_, t.span_.bytes);
+    if (!m.isOk()) return m.status();
+    t.mem_ = m.value();
+  }
+  if (!t.mem_.onGpu() && t.contiguous_) t.land_ = t.start_;
   return t;
 }
 
 char* RecvTarget::landing() {
   if (land_ || cap_ == 0) return land_;
-  if (!gpu_) {
+  if (!mem_.onGpu()) {
     temp_.resize(cap_);
     land_ = temp_.data();
     return land_;
@@ -114,7 +123,7 @@ char* RecvTarget::landing() {
   base::Span packed;
   packed.bytes = cap_;
   packed.dataBytes = cap_;
-  auto land = channel::net::StagedSpan::make(buf_, packed, device_);
+  auto land = channel::net::StagedSpan::make(buf_, packed, mem_.device);
   if (!land.isOk()) return nullptr;
   landingStage_ = std::make_unique<channel::net::StagedSpan>(std::move(land.value()));
   land_ = static_cast<char*>(landingStage_->hostStart());
@@ -123,24 +132,24 @@ char* RecvTarget::landing() {
 
 base::Status RecvTarget::finish(std::size_t received, bool onHost) {
   if (!onHost || received == 0 || land_ == start_) return base::Status::ok();
-  if (!gpu_) {
+  if (!mem_.onGpu()) {
     int pos = 0;
     int elements = static_cast<int>(received / typeSize_);
     if (PMPI_Unpack(land_, static_cast<int>(received), &pos, buf_, elements, type_, MPI_COMM_SELF) != MPI_SUCCESS)
       return base::Status(base::Errc::kArgument, "MPI_Unpack into the receive buffer failed");
     return base::Status::ok();
   }
-  if (contiguous_) return mem::copySync(start_, land_, received, device_, mem::CopyDir::kToDevice);
+  if (contiguous_) return mem::copySync(start_, land_, received, mem_.device, mem::CopyDir::kToDevice);
   // Holes keep the GPU's bytes: mirror the span, unpack into the mirror, copy it back.
-  auto mirror = channel::net::StagedSpan::make(buf_, span_, device_);
+  auto mirror = channel::net::StagedSpan::make(buf_, span_, mem_.device);
   if (!mirror.isOk()) return mirror.status();
   auto& mr = mirror.value();
-  base::Status st = mem::copySync(mr.hostStart(), mr.gpuStart(), span_.bytes, device_, mem::CopyDir::kToHost);
+  base::Status st = mem::copySync(mr.hostStart(), mr.gpuStart(), span_.bytes, mem_.device, mem::CopyDir::kToHost);
   if (!st.isOk()) return st;
   int pos = 0;
   int elements = static_cast<int>(received / typeSize_);
   PMPI_Unpack(land_, static_cast<int>(received), &pos, mr.mpiBuf(), elements, type_, MPI_COMM_SELF);
-  return mem::copySync(mr.gpuStart(), mr.hostStart(), span_.bytes, device_, mem::CopyDir::kToDevice);
+  return mem::copySync(mr.gpuStart(), mr.hostStart(), span_.bytes, mem_.device, mem::CopyDir::kToDevice);
 }
 
 }  // namespace cgdr::engine

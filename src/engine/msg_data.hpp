@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/dtype.hpp"
@@ -19,7 +20,9 @@ namespace cgdr::engine {
 
 class SendData {
  public:
-  static base::Result<SendData> prepare(const void* buf, int count, MPI_Datatype type);
+  // `seen`: the classification of the buffer's span, where the caller already has it.
+  static base::Result<SendData> prepare(const void* buf, int count, MPI_Datatype type,
+                                        const std::optional<mem::MemInfo>& seen = std::nullopt);
   // Copies the bytes so the user's buffer can be reused at once (buffered sends).
   base::Status detach();
   std::size_t size() const { return size_; }
@@ -45,11 +48,13 @@ class SendData {
 
 class RecvTarget {
  public:
-  static base::Result<RecvTarget> prepare(void* buf, int count, MPI_Datatype type);
+  static base::Result<RecvTarget> prepare(void* buf, int count, MPI_Datatype type,
+                                          const std::optional<mem::MemInfo>& seen = std::nullopt);
   // Packed bytes the receive can hold.
   std::size_t capacity() const { return cap_; }
-  bool gpu() const { return gpu_; }
-  int device() const { return device_; }
+  bool gpu() const { return mem_.onGpu(); }
+  int device() const { return mem_.device; }
+  const mem::MemInfo& mem() const { return mem_; }
   bool contiguous() const { return contiguous_; }
   // The contiguous destination itself (GPU or host memory), when there is one.
   char* direct() const { return contiguous_ ? start_ : nullptr; }
@@ -66,9 +71,8 @@ class RecvTarget {
   std::size_t typeSize_ = 1;
   char* start_ = nullptr;
   char* land_ = nullptr;
-  bool gpu_ = false;
+  mem::MemInfo mem_;  // of the buffer's span
   bool contiguous_ = true;
-  int device_ = -1;
   base::Span span_;
   std::vector<char> temp_;
   std::unique_ptr<channel::net::StagedSpan> landingStage_;  // GPU: the packed bytes, pinned

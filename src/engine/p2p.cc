@@ -86,9 +86,10 @@ Result<std::unique_ptr<base::Op>> realSend(const base::SendArgs& a) {
 }
 
 // An engine send; buffered ones are adopted by the engine (the caller's part is complete).
-Result<std::unique_ptr<base::Op>> engineSend(const base::SendArgs& a, const CommInfo& c) {
+Result<std::unique_ptr<base::Op>> engineSend(const base::SendArgs& a, const CommInfo& c,
+                                             const std::optional<mem::MemInfo>& seen = std::nullopt) {
   ShmEngine& e = *ShmEngine::get();
-  auto op = e.isend(a, c, c.peer[a.peer]);
+  auto op = e.isend(a, c, c.peer[a.peer], seen);
   if (!op.isOk() || a.mode != base::SendMode::kBuffered) return op;
   std::lock_guard lock(e.mutex());
   e.adopt(std::move(op.value()));
@@ -109,8 +110,9 @@ int engineRecvBlocking(const base::RecvArgs& a, const CommInfo& c, bool mixed, M
   ShmEngine& e = *ShmEngine::get();
   int rc = MPI_SUCCESS;
   if (a.peer >= 0) sched::tracer().count(c.world[a.peer], false);
-  if (!mixed && a.peer >= 0 && e.tryRecvNow(a, c, st, &rc)) return rc;
-  auto target = RecvTarget::prepare(a.buf, a.count, a.type);
+  std::optional<mem::MemInfo> seen;
+  if (!mixed && a.peer >= 0 && e.tryRecvNow(a, c, st, &rc, &seen)) return rc;
+  auto target = RecvTarget::prepare(a.buf, a.count, a.type, seen);
   if (!target.isOk()) return raise(a.comm, target.status());
   ShmRecv op(e, a, c, std::move(target.value()), mixed);
   e.start(op, c);
@@ -212,8 +214,9 @@ int send(const base::SendArgs& a) {
   if (routeOf(a.comm, a.peer, &c) == Route::kEngine) {
     int rc = MPI_SUCCESS;
     sched::tracer().count(c->world[a.peer], false);
-    if (ShmEngine::get()->trySendNow(a, *c, c->peer[a.peer], &rc)) return rc;
-    auto op = engineSend(a, *c);
+    std::optional<mem::MemInfo> seen;
+    if (ShmEngine::get()->trySendNow(a, *c, c->peer[a.peer], &rc, &seen)) return rc;
+    auto op = engineSend(a, *c, seen);
     if (!op.isOk()) return raise(a.comm, op.status());
     waitFor(*op.value());
     return finishBlocking(*op.value(), MPI_STATUS_IGNORE);

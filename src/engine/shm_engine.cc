@@ -205,8 +205,9 @@ ShmRecv* ShmEngine::matchPosted(CtxQueues& q, int src, int tag) {
   return nullptr;
 }
 
-base::Result<std::unique_ptr<base::Op>> ShmEngine::isend(const base::SendArgs& a, const CommInfo& c, shm::Peer* p) {
-  auto data = SendData::prepare(a.buf, a.count, a.type);
+base::Result<std::unique_ptr<base::Op>> ShmEngine::isend(const base::SendArgs& a, const CommInfo& c, shm::Peer* p,
+                                                         const std::optional<mem::MemInfo>& seen) {
+  auto data = SendData::prepare(a.buf, a.count, a.type, seen);
   if (!data.isOk()) return data.status();
   if (a.mode == base::SendMode::kBuffered) {
     base::Status st = data.value().detach();
@@ -219,7 +220,8 @@ base::Result<std::unique_ptr<base::Op>> ShmEngine::isend(const base::SendArgs& a
   return std::unique_ptr<base::Op>(std::move(op));
 }
 
-bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer* p, int* rc) {
+bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer* p, int* rc,
+                           std::optional<mem::MemInfo>* seen) {
   // Only small contiguous host messages with nothing queued ahead: no operation, no copy but one.
   if (a.mode == base::SendMode::kSync || !outbound_[p->local].empty()) return false;
   base::Span s = base::spanOf(a.count, a.type);
@@ -228,6 +230,7 @@ bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer
   const void* src = base::spanStart(a.buf, s);
   if (n && base::cuda::usable()) {
     auto m = mem::classify(src, n);
+    if (m.isOk() && seen && s.bytes == n) *seen = m.value();
     if (!m.isOk() || m.value().onGpu()) return false;  // the operation path reports or stages
   }
   std::lock_guard lock(mutex_);
@@ -252,12 +255,14 @@ bool ShmEngine::trySendNow(const base::SendArgs& a, const CommInfo& c, shm::Peer
   return true;
 }
 
-bool ShmEngine::tryRecvNow(const base::RecvArgs& a, const CommInfo& c, MPI_Status* st, int* rc) {
+bool ShmEngine::tryRecvNow(const base::RecvArgs& a, const CommInfo& c, MPI_Status* st, int* rc,
+                           std::optional<mem::MemInfo>* seen) {
   base::Span s = base::spanOf(a.count, a.type);
   if (!s.contiguous || a.tag == MPI_ANY_TAG) return false;
   char* dst = static_cast<char*>(const_cast<void*>(base::spanStart(a.buf, s)));
   if (s.dataBytes && base::cuda::usable()) {
     auto m = mem::classify(dst, s.dataBytes);
+    if (m.isOk() && seen && s.bytes == s.dataBytes) *seen = m.value();
     if (!m.isOk() || m.value().onGpu()) return false;
   }
   shm::Peer* p = c.peer[a.peer];

@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "base/msg.hpp"
+#include "mem/memtype.hpp"
 #include "base/op.hpp"
 #include "base/status.hpp"
 #include "channel/shm/endpoint.hpp"
@@ -54,17 +56,22 @@ class ShmEngine {
   std::recursive_mutex& mutex() { return mutex_; }
 
   // A send to a co-located peer; the op may be complete already.
-  base::Result<std::unique_ptr<base::Op>> isend(const base::SendArgs& a, const CommInfo& c, channel::shm::Peer* p);
+  // `seen`: the send buffer's classification where the caller has it (trySendNow's).
+  base::Result<std::unique_ptr<base::Op>> isend(const base::SendArgs& a, const CommInfo& c, channel::shm::Peer* p,
+                                                const std::optional<mem::MemInfo>& seen = std::nullopt);
   // Blocking standard/ready send of a small message straight into the ring, when nothing is
   // queued to that peer; false if the caller must take the op path.
-  bool trySendNow(const base::SendArgs& a, const CommInfo& c, channel::shm::Peer* p, int* rc);
+  // `seen` receives the buffer's classification when one was made.
+  bool trySendNow(const base::SendArgs& a, const CommInfo& c, channel::shm::Peer* p, int* rc,
+                  std::optional<mem::MemInfo>* seen = nullptr);
   // A receive of engine messages (a specific co-located source or MPI_ANY_SOURCE); mixed
   // wildcards also watch the real MPI and hold back later receives from remote peers.
   base::Result<std::unique_ptr<base::Op>> irecv(const base::RecvArgs& a, const CommInfo& c, bool mixed);
   // Blocking receive of a small message from a specific co-located source into contiguous host
   // memory, while nothing else is pending on the communicator: waits on that peer's ring and
   // copies the matching eager record straight into the buffer. False: take the general path.
-  bool tryRecvNow(const base::RecvArgs& a, const CommInfo& c, MPI_Status* st, int* rc);
+  bool tryRecvNow(const base::RecvArgs& a, const CommInfo& c, MPI_Status* st, int* rc,
+                  std::optional<mem::MemInfo>* seen = nullptr);
   // Starts a receive the caller owns (blocking receives keep it on their stack).
   void start(ShmRecv& op, const CommInfo& c);
   // Probe: engine messages only. With take, removes the message (matched probe).

@@ -149,8 +149,9 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
   CopyBlock b;
   b.len = expect_;
   std::uint64_t t = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
+  mem::CopyIds ids{dstAsync_ ? target_.mem().bufferId : 0, GpuPaths::peerMemoryId(from.worldRank, env.offer, ch)};
   base::Status st =
-      b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_);
+      b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_, ids);
   if (t) {
     e_.trace(ShmEngine::kTrCopyIssue, t);
     b.issuedNs = ShmEngine::traceNow();
@@ -220,7 +221,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     if (paths && (push == kPushAlways || (push == kPushFallback && !canPull)) && expect_ &&
         env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) && target_.gpu() && target_.contiguous() &&
         target_.direct()) {
-      paths->describe(from.worldRank, target_.direct(), expect_, target_.device(), &target);
+      paths->describe(from.worldRank, target_.direct(), expect_, target_.mem(), &target);
       q.caps.ipc = q.caps.ipc || (target.flags & GpuOffer::kIpc);
       q.caps.vmmZc = q.caps.vmmZc || (target.flags & GpuOffer::kZc);
     }
@@ -320,8 +321,10 @@ void ShmRecv::onDevData(shm::Peer& from, const shm::CtlRecord& r) {
   b.devSlot = true;
   b.offset = r.offset;
   b.len = r.len;
+  mem::CopyIds ids{dstAsync_ ? target_.mem().bufferId : 0,
+                   GpuPaths::peerMemoryId(from.worldRank, sched::Channel::kCudaVmmStage, r.ring)};
   base::Status st = b.copy.start(dst_ + r.offset, ring + r.slotOffset, r.len, device_,
-                                 dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_);
+                                 dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_, ids);
   if (!st.isOk()) {
     abort(st);
     return;

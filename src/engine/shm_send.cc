@@ -52,7 +52,7 @@ bool ShmSend::tryPost() {
     q.caps.vmmZc = false;  // known below, and only where it matters: is the source exportable?
     eager = fits && sched::select(sched::table(), q) == sched::Channel::kEager;
     if (eager && paths && q.caps.contiguous && data_.gpuData() && data_.mem().kind == mem::MemKind::kDevice &&
-        paths->zeroCopyable(peer_.worldRank, data_.gpuData(), n)) {
+        paths->zeroCopyable(peer_.worldRank, data_.gpuData(), n, data_.mem())) {
       q.caps.vmmZc = true;
       eager = sched::select(sched::table(), q) == sched::Channel::kEager;
     }
@@ -68,7 +68,7 @@ bool ShmSend::tryPost() {
   } else {
     offer.kind = static_cast<std::int32_t>(data_.mem().kind);
     if (paths && data_.gpuData() && data_.mem().kind == mem::MemKind::kDevice)
-      paths->offer(peer_.worldRank, data_.gpuData(), n, data_.mem().device, &offer);
+      paths->offer(peer_.worldRank, data_.gpuData(), n, data_.mem(), &offer);
   }
   std::size_t payload = eager ? n : gpu ? sizeof(GpuOffer) : 0;
   auto* h = peer_.out.reserve(static_cast<std::uint32_t>(sizeof(shm::MsgHeader) + payload));
@@ -141,6 +141,7 @@ bool ShmSend::startPush(const GpuOffer& t) {
   int device = data_.mem().device;
   void* dst = nullptr;
   if (t.flags & GpuOffer::kIpc) dst = paths->peerAddress(peer_.worldRank, t, sched::Channel::kCudaIpc, device);
+  void* ipcDst = dst;
   if (!dst && (t.flags & GpuOffer::kZc)) dst = paths->peerAddress(peer_.worldRank, t, sched::Channel::kCudaVmmZc, device);
   if (!dst) {
     CGDR_LOG(kDebug, kCuda, "cannot map the GPU buffer of rank %d: streaming instead", peer_.worldRank);
@@ -149,7 +150,11 @@ bool ShmSend::startPush(const GpuOffer& t) {
   CopyBlock b;
   b.len = toSend_;
   std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
-  base::Status st = b.copy.start(dst, src, toSend_, device, mem::CopyDir::kPeer, paths->issueFor(t, device));
+  mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, (t.flags & GpuOffer::kIpc) && dst == ipcDst
+                                                                   ? sched::Channel::kCudaIpc
+                                                                   : sched::Channel::kCudaVmmZc),
+                   data_.mem().bufferId};
+  base::Status st = b.copy.start(dst, src, toSend_, device, mem::CopyDir::kPeer, paths->issueFor(t, device), ids);
   if (t0) {
     e_.trace(ShmEngine::kTrCopyIssue, t0);
     b.issuedNs = ShmEngine::traceNow();
@@ -227,8 +232,10 @@ bool ShmSend::pumpAsync() {
     b.offset = sent_;
     b.len = std::min<std::uint64_t>(block, toSend_ - sent_);
     char* dst = devRing_ ? ring_.base + std::size_t(slot) * ring_.slotBytes : ep.chunk(slot);
+    // this rank's ring lives until finalize: one identity for it
+    mem::CopyIds ids{devRing_ ? mem::copyId(~std::uint64_t{0}, 1) : 0, data_.mem().bufferId};
     base::Status st = b.copy.start(dst, data_.gpuData() + sent_, b.len, device,
-                                   devRing_ ? mem::CopyDir::kStage : mem::CopyDir::kToHost, mem::Issue::kGraph);
+                                   devRing_ ? mem::CopyDir::kStage : mem::CopyDir::kToHost, mem::Issue::kGraph, ids);
     if (!st.isOk()) {
       abort(st);
       return true;

@@ -51,9 +51,11 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
   (void)watchUcmEvents();
   std::uint64_t gen = cache.mapGeneration();
   base::cuda::PointerAttrs a;
-  if (base::cuda::queryPointer(p, false, &a)) {
-    if (a.type == base::cuda::PointerAttrs::Type::kDevice) return MemInfo{MemKind::kDevice, a.device};
-    if (a.type == base::cuda::PointerAttrs::Type::kManaged) return MemInfo{MemKind::kManaged, a.device};
+  if (base::cuda::queryPointer(p, true, &a)) {
+    if (a.type == base::cuda::PointerAttrs::Type::kDevice)
+      return MemInfo{MemKind::kDevice, a.device, a.bufferId, a.rangeStart, a.rangeSize};
+    if (a.type == base::cuda::PointerAttrs::Type::kManaged)
+      return MemInfo{MemKind::kManaged, a.device, a.bufferId, a.rangeStart, a.rangeSize};
   }
   // Not GPU memory: it must be readable host memory, or it is a dangling/foreign pointer.
   if (!cpuReadable(p, n)) {

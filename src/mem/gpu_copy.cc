@@ -35,14 +35,29 @@ base::ChoiceSetting gGraph("CGDR_CUDA_GRAPH_COPY", "auto", {"auto", "off", "alwa
                            "the graph.");
 enum { kGraphAuto, kGraphOff, kGraphAlways };
 
-// A graph of one copy node per (device, direction), re-pointed for every copy: its launches
-// skip most of what cudaMemcpyAsync does per call. A launch already queued keeps the
-// parameters it was launched with.
-struct GraphCopy {
-  std::mutex mutex;
+// Per (device, direction), a few graphs of one copy node each. A copy whose two sides are the
+// same allocations, addresses and size as an earlier one (identified by the caller) launches that
+// graph as it is; any other takes the least recently used graph and re-points it first
+// (cudaGraphExecMemcpyNodeSetParams1D, which resolves the pointers again). A launch already
+// queued keeps the parameters it was launched with.
+constexpr int kGraphsPerStream = 4;
+
+struct CopyGraph {
   cudaGraph_t graph = nullptr;
   cudaGraphNode_t node = nullptr;
   cudaGraphExec_t exec = nullptr;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  std::size_t n = 0;
+  CopyIds ids;  // both non-zero: the copy may be repeated without re-pointing
+  std::uint64_t used = 0;
+};
+
+struct GraphCopy {
+  std::mutex mutex;
+  CopyGraph g[kGraphsPerStream];
+  int count = 0;
+  std::uint64_t clock = 0;
   bool broken = false;  // cannot be built here: plain copies only
   int refusals = 0;     // consecutive copies it would not take
 };
@@ -107,39 +122,60 @@ void giveEvent(cudaEvent_t ev) {
   st.events.push_back(ev);
 }
 
-// Puts the copy on `s` through the (device, dir) graph; false where the graph cannot take it
-// (nothing was queued then; the caller issues a plain copy).
-bool graphCopy(void* dst, const void* src, std::size_t n, int device, CopyDir dir, cudaStream_t s) {
-  GraphCopy& g = streams().graphs[device][static_cast<int>(dir)];
-  std::lock_guard lock(g.mutex);
-  if (g.broken) return false;
+bool same(const CopyGraph& g, void* dst, const void* src, std::size_t n, CopyIds ids) {
+  return g.exec && ids.dst && ids.src && g.ids.dst == ids.dst && g.ids.src == ids.src && g.dst == dst &&
+         g.src == src && g.n == n;
+}
+
+// Puts the copy on `s` through one of the (device, dir) graphs; false where the graph cannot
+// take it (nothing was queued then; the caller issues a plain copy).
+bool graphCopy(void* dst, const void* src, std::size_t n, int device, CopyDir dir, CopyIds ids, cudaStream_t s) {
+  GraphCopy& gc = streams().graphs[device][static_cast<int>(dir)];
+  std::lock_guard lock(gc.mutex);
+  if (gc.broken) return false;
+  CopyGraph* g = nullptr;
+  for (int i = 0; i < gc.count && !g; ++i)
+    if (same(gc.g[i], dst, src, n, ids)) g = &gc.g[i];
   cudaError_t e = cudaSuccess;
-  if (!g.exec) {
-    e = cudaGraphCreate(&g.graph, 0);
-    if (e == cudaSuccess) e = cudaGraphAddMemcpyNode1D(&g.node, g.graph, nullptr, 0, dst, src, n, cudaMemcpyDefault);
-    if (e == cudaSuccess) e = cudaGraphInstantiate(&g.exec, g.graph, 0);
+  if (!g && gc.count < kGraphsPerStream) {  // a new graph, made for this copy
+    CopyGraph& ng = gc.g[gc.count];
+    e = cudaGraphCreate(&ng.graph, 0);
+    if (e == cudaSuccess) e = cudaGraphAddMemcpyNode1D(&ng.node, ng.graph, nullptr, 0, dst, src, n, cudaMemcpyDefault);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&ng.exec, ng.graph, 0);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      CGDR_LOG(kInfo, kCuda, "copy graph on GPU %d unavailable (%s): plain copies", device, cudaGetErrorString(e));
-      if (g.graph) cudaGraphDestroy(g.graph);
-      g.graph = nullptr;
-      g.exec = nullptr;
-      g.broken = true;
+      if (ng.graph) cudaGraphDestroy(ng.graph);
+      ng = CopyGraph{};
+      if (gc.count == 0) {
+        CGDR_LOG(kInfo, kCuda, "copy graph on GPU %d unavailable (%s): plain copies", device, cudaGetErrorString(e));
+        gc.broken = true;
+      }
       return false;
     }
-  } else {
-    e = cudaGraphExecMemcpyNodeSetParams1D(g.exec, g.node, dst, src, n, cudaMemcpyDefault);
+    ++gc.count;
+    g = &ng;
+  } else if (!g) {  // re-point the least recently used one
+    g = &gc.g[0];
+    for (int i = 1; i < gc.count; ++i)
+      if (gc.g[i].used < g->used) g = &gc.g[i];
+    e = cudaGraphExecMemcpyNodeSetParams1D(g->exec, g->node, dst, src, n, cudaMemcpyDefault);
+    if (e != cudaSuccess) g->ids = CopyIds{};  // its old parameters may not hold any more
   }
-  if (e == cudaSuccess) e = cudaGraphLaunch(g.exec, s);
-  if (e != cudaSuccess) {  // e.g. memory of another context than the graph's first copy
+  if (e == cudaSuccess) e = cudaGraphLaunch(g->exec, s);
+  if (e != cudaSuccess) {  // e.g. memory of another context than the graph was made with
     (void)cudaGetLastError();
-    if (++g.refusals >= 16) {
+    if (++gc.refusals >= 16) {
       CGDR_LOG(kInfo, kCuda, "copy graph on GPU %d refuses copies (%s): plain copies", device, cudaGetErrorString(e));
-      g.broken = true;
+      gc.broken = true;
     }
     return false;
   }
-  g.refusals = 0;
+  gc.refusals = 0;
+  g->dst = dst;
+  g->src = src;
+  g->n = n;
+  g->ids = ids;
+  g->used = ++gc.clock;
   return true;
 }
 
@@ -172,7 +208,8 @@ GpuCopy::~GpuCopy() {
   if (event_) (void)wait();
 }
 
-base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int device, CopyDir dir, Issue issue) {
+base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int device, CopyDir dir, Issue issue,
+                            CopyIds ids) {
   if (n == 0) return base::Status::ok();
   device = normalize(device);
   DeviceScope scope(device);
@@ -184,7 +221,7 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
   bool viaGraph = (dir == CopyDir::kPeer || dir == CopyDir::kStage) && mode != kGraphOff &&
                   (issue == Issue::kGraph || mode == kGraphAlways);
   cudaError_t e = cudaSuccess;
-  if (viaGraph && graphCopy(dst, src, n, device, dir, s.value())) {
+  if (viaGraph && graphCopy(dst, src, n, device, dir, ids, s.value())) {
     gGraphCopies.fetch_add(1, std::memory_order_relaxed);
   } else {
     e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s.value());
@@ -239,7 +276,7 @@ GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
   return *this;
 }
 GpuCopy::~GpuCopy() {}
-base::Status GpuCopy::start(void*, const void*, std::size_t n, int, CopyDir, Issue) {
+base::Status GpuCopy::start(void*, const void*, std::size_t n, int, CopyDir, Issue, CopyIds) {
   if (n == 0) return base::Status::ok();
   return base::Status(base::Errc::kUnsupported, "GPU copy in a build without CUDA");
 }
