@@ -6,7 +6,9 @@
 #   Native         cgdr, both ranks in one namespace
 #   floor          a bare cudaMemcpyPeerAsync of the same size (cgdr-peer-copy-bench)
 # Every variant runs on CPUs 2 and 3, one rank each,
-# plus Container-Opt with exportable cuMem buffers (V V: zero copy). For latency, bw and bibw,
+# plus Container-Opt with exportable cuMem buffers (V V: zero copy), in containers that see only
+# their own GPU (as the others) and in containers that see both (--gpus "0,1;1,0", each rank on
+# its own first: the driver's copies between GPUs it can see are faster). For latency, bw and bibw,
 # sizes 1 B .. 256 MiB. Writes the raw results under OUTDIR, and the table (markdown) and the
 # plot (PNG) to the given docs paths; prints which channel served each size.
 #   bench/gpu-compare.sh BUILD_DIR OUTDIR [TABLE.md PLOT.png]
@@ -50,6 +52,8 @@ for t in $tests; do
     "$b" $t D D -m "$range" $o --json "$out/$t-opt.json"
   run "$t-optvmm" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t V V -m "$range" $o --json "$out/$t-optvmm.json"
+  run "$t-optvmmall" "$limit" "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" -x CGDR_STATS=1 -- \
+    "$b" $t V V -m "$range" $o --json "$out/$t-optvmmall.json"
   od=$o  # the network path is ~100x slower for large messages: fewer large iterations there
   [ "$t" != latency ] && od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
   run "$t-def" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_LOCALITY=off -- \
