@@ -139,7 +139,7 @@ GpuPaths::Export* GpuPaths::exportOf(const void* p, std::size_t n, bool zc, cons
     e = Export{};
     e.bufferId = a.bufferId;
     e.rangeSize = a.rangeSize;
-    e.ipcOk = channel::cuda_ipc::exportHandle(p, n, &e.ipc);
+    e.ipcOk = channel::cuda_ipc::exportHandle(a, p, n, &e.ipc);
   }
   if (zc && !e.zcChecked) {
     mem::Exportable x;

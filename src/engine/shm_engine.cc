@@ -77,7 +77,8 @@ void ShmEngine::stop() {
     if (!line.empty()) CGDR_LOG(kWarn, kShm, "stats: channels: %s", line.c_str());
     mem::CopyCounts cc = mem::copyCounts();
     if (cc.graph + cc.plain)
-      CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu, plain %llu", cc.graph, cc.plain);
+      CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu", cc.graph, cc.repeated,
+               cc.plain);
     if (tracing()) {
       static const char* names[] = {"send-build", "envelope", "recv-choose", "copy-issue", "copy-run", "cts", "pushed",
                                      "recv-finish", "turnaround"};
@@ -163,6 +164,15 @@ bool ShmEngine::sendCtl(shm::Peer& p, const shm::CtlRecord& r) {
   if (backlog.empty() && p.ctlOut.push(r)) return true;
   backlog.push_back(r);
   return false;
+}
+
+bool ShmEngine::notify(shm::Peer& p, shm::CtlType type, std::uint64_t msgId, std::uint64_t len) {
+  shm::CtlRecord r{};
+  r.type = static_cast<std::uint32_t>(type);
+  r.msgId = msgId;
+  r.len = len;
+  r.sentNs = tracing() ? traceNow() : 0;
+  return sendCtl(p, r);
 }
 
 void ShmEngine::adopt(std::unique_ptr<base::Op> op) { adopted_.push_back(std::move(op)); }
@@ -449,13 +459,14 @@ bool ShmEngine::step() {
     any = drainControl(*p) | any;
     any = drainMessages(*p) | any;
   }
-  if (!copying_.empty()) {
-    std::vector<ShmRecv*> now = copying_;
-    for (ShmRecv* r : now)
-      if (r->pollCopies()) {
-        unwatchCopies(r);
-        any = true;
-      }
+  for (std::size_t i = 0; i < copying_.size();) {
+    ShmRecv* r = copying_[i];
+    if (!r->pollCopies()) {
+      ++i;
+      continue;
+    }
+    unwatchCopies(r);  // (a failed receive has unwatched itself already): i is the next one now
+    any = true;
   }
   flushCtl();
   pumpSends();

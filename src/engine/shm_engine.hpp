@@ -97,6 +97,8 @@ class ShmEngine {
   void post(ShmRecv* r);
   void unpost(ShmRecv* r);
   bool sendCtl(channel::shm::Peer& p, const channel::shm::CtlRecord& r);
+  // A control record naming only a message (and a length): ACK, FIN, PUSHED, ABORT, cancel request.
+  bool notify(channel::shm::Peer& p, channel::shm::CtlType type, std::uint64_t msgId, std::uint64_t len = 0);
   void addPending(int n) { pending_.fetch_add(n, std::memory_order_relaxed); }
   void expectData(channel::shm::Peer& p, std::uint64_t msgId, ShmRecv* r);
   // Receives with GPU copies in flight, polled by every step.
@@ -104,6 +106,8 @@ class ShmEngine {
   void unwatchCopies(ShmRecv* r);
   // The GPU paths (nullptr in a build without CUDA paths).
   GpuPaths* gpu() { return gpu_.get(); }
+  std::size_t eagerLimit() const { return eagerLimit_; }
+  std::size_t eagerCredit() const { return eagerCredit_; }
   // Which channel served a message (CGDR_STATS).
   void countChannel(sched::Channel c, std::size_t bytes);
   void forgetData(channel::shm::Peer& p, std::uint64_t msgId);
@@ -171,7 +175,6 @@ class ShmEngine {
     std::uint64_t channel[static_cast<int>(sched::Channel::kCount)] = {};
     std::uint32_t bySize[65] = {};  // per bit length of the size: channels seen (bit mask)
   } stats_;
-  std::uint64_t traceSum_[16] = {}, traceCount_[16] = {};
 
  public:
   Stats& stats() { return stats_; }
@@ -199,6 +202,7 @@ class ShmEngine {
   }
 
  private:
+  std::uint64_t traceSum_[kTrCount] = {}, traceCount_[kTrCount] = {};
   std::uint64_t lastMsgId_ = 0;
   int lastCtx_ = -1;                 // one-entry cache of the queues of the last context used
   CtxQueues* lastQueues_ = nullptr;

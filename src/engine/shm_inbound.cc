@@ -48,7 +48,7 @@ bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
   const char* payload = reinterpret_cast<const char*>(&h + 1);
   env.gpu = gpu;
   if (gpu) std::memcpy(&env.offer, payload, sizeof env.offer);
-  env.sentNs = h.reserved;
+  env.sentNs = h.sentNs;
   CtxQueues& q = queuesOf(h.ctx);
   if (ShmRecv* r = c ? matchPosted(q, h.src, h.tag) : nullptr) {
     if (rts) r->startRendezvous(p, env);
@@ -123,7 +123,7 @@ bool ShmEngine::drainControl(shm::Peer& p) {
       if (type == shm::CtlType::kData) rv->onData(p, c.chunk, c.offset, c.len);
       else if (type == shm::CtlType::kDevData) rv->onDevData(p, c);
       else if (type == shm::CtlType::kPushed) {
-        if (c.reserved && tracing()) trace(kTrPushed, c.reserved);
+        if (c.sentNs && tracing()) trace(kTrPushed, c.sentNs);
         rv->onPushed(p, c.len);
       } else {
         rv->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
@@ -152,7 +152,7 @@ bool ShmEngine::drainControl(shm::Peer& p) {
     ShmSend* s = it->second;
     switch (type) {
       case shm::CtlType::kCts:
-        if (c.reserved && tracing()) trace(kTrCts, c.reserved);
+        if (c.sentNs && tracing()) trace(kTrCts, c.sentNs);
         s->onCts(c.len, c.mode, push ? &target : nullptr);
         if (!s->finished()) streaming_.push_back(s);
         break;

@@ -98,10 +98,7 @@ void ShmRecv::deliverEager(shm::Peer& from, const Unexpected& env, const char* p
   if (n) std::memcpy(target_.landing(), payload, n);
   from.in.addConsumed(env.size);
   if (env.sync) {
-    shm::CtlRecord r{};
-    r.type = static_cast<std::uint32_t>(shm::CtlType::kAck);
-    r.msgId = env.msgId;
-    e_.sendCtl(from, r);
+    e_.notify(from, shm::CtlType::kAck, env.msgId);
   }
   complete(n, env.size);
 }
@@ -128,7 +125,7 @@ void ShmRecv::sendCts(shm::Peer& from, shm::StreamMode mode, std::uint32_t chunk
   r.msgId = msgId_;
   r.len = expect_;
   r.mode = static_cast<std::uint64_t>(mode);
-  r.reserved = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
+  r.sentNs = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   e_.sendCtl(from, r);
   if (mode != shm::StreamMode::kPush) ++e_.stats().pipelined;
   state_ = State::kReceiving;
@@ -252,11 +249,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
   sched::Channel ch = sched::select(sched::table(), q);
   if (ch == sched::Channel::kCma && chooseDestination(false) && expect_ &&
       readPeer(from.pid, env.addr, dst_, expect_)) {
-    shm::CtlRecord r{};
-    r.type = static_cast<std::uint32_t>(shm::CtlType::kFin);
-    r.msgId = msgId_;
-    r.len = expect_;
-    e_.sendCtl(from, r);
+    e_.notify(from, shm::CtlType::kFin, msgId_, expect_);
     ++e_.stats().singleCopy;
     e_.countChannel(sched::Channel::kCma, size_);
     complete(expect_, size_);
@@ -357,11 +350,7 @@ bool ShmRecv::pollCopies() {
   if (!inflight_.empty()) return false;
   if (state_ != State::kReceiving) return true;
   if (pulling_) {
-    shm::CtlRecord r{};
-    r.type = static_cast<std::uint32_t>(shm::CtlType::kFin);
-    r.msgId = msgId_;
-    r.len = expect_;
-    e_.sendCtl(*from_, r);
+    e_.notify(*from_, shm::CtlType::kFin, msgId_, expect_);
     complete(expect_, size_);
   } else if (got_ == expect_) {
     e_.forgetData(*from_, msgId_);
@@ -371,12 +360,7 @@ bool ShmRecv::pollCopies() {
 }
 
 void ShmRecv::abort(const base::Status& s) {
-  if (from_) {
-    shm::CtlRecord r{};
-    r.type = static_cast<std::uint32_t>(shm::CtlType::kAbortRecv);
-    r.msgId = msgId_;
-    e_.sendCtl(*from_, r);
-  }
+  if (from_) e_.notify(*from_, shm::CtlType::kAbortRecv, msgId_);
   if (state_ == State::kPosted) state_ = State::kReceiving;  // matched already
   fail(s);
 }

@@ -40,7 +40,7 @@ bool ShmSend::tryPost() {
     e_.trace(ShmEngine::kTrTurnaround, e_.lastRecvDone);
     e_.lastRecvDone = 0;
   }
-  bool fits = n <= shm::eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, shm::eagerCredit());
+  bool fits = n <= e_.eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, e_.eagerCredit());
   bool eager = fits;
   GpuOffer offer;
   GpuPaths* paths = e_.gpu();
@@ -83,7 +83,7 @@ bool ShmSend::tryPost() {
   h->size = n;
   h->msgId = msgId_;
   h->addr = eager || gpu ? 0 : reinterpret_cast<std::uint64_t>(bytes);
-  h->reserved = t0 && !eager ? ShmEngine::traceNow() : 0;
+  h->sentNs = t0 && !eager ? ShmEngine::traceNow() : 0;
   if (eager && n) std::memcpy(h + 1, bytes, n);
   if (!eager && gpu) std::memcpy(h + 1, &offer, sizeof offer);
   peer_.out.commit();
@@ -121,12 +121,7 @@ bool ShmSend::pumpPush() {
   }
   if (b.issuedNs) e_.trace(ShmEngine::kTrCopyRun, b.issuedNs);
   inflight_.clear();
-  shm::CtlRecord r{};
-  r.type = static_cast<std::uint32_t>(shm::CtlType::kPushed);
-  r.msgId = msgId_;
-  r.len = toSend_;
-  r.reserved = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
-  e_.sendCtl(peer_, r);
+  e_.notify(peer_, shm::CtlType::kPushed, msgId_, toSend_);
   finish();
   return true;
 }
@@ -271,10 +266,7 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
 }
 
 void ShmSend::abort(const base::Status& s) {
-  shm::CtlRecord r{};
-  r.type = static_cast<std::uint32_t>(shm::CtlType::kAbortSend);
-  r.msgId = msgId_;
-  e_.sendCtl(peer_, r);
+  e_.notify(peer_, shm::CtlType::kAbortSend, msgId_);
   fail(s);
 }
 
@@ -308,10 +300,7 @@ int ShmSend::cancel() {
     return MPI_SUCCESS;
   }
   if ((state_ == State::kWaitAck || state_ == State::kWaitCts) && !cancelPending_) {
-    shm::CtlRecord r{};
-    r.type = static_cast<std::uint32_t>(shm::CtlType::kCancelReq);
-    r.msgId = msgId_;
-    e_.sendCtl(peer_, r);
+    e_.notify(peer_, shm::CtlType::kCancelReq, msgId_);
     cancelPending_ = true;
   }
   return MPI_SUCCESS;

@@ -15,11 +15,12 @@
 
 namespace cgdr::mem {
 namespace {
-std::atomic<unsigned long long> gGraphCopies{0}, gPlainCopies{0};
+std::atomic<unsigned long long> gGraphCopies{0}, gRepeatedCopies{0}, gPlainCopies{0};
 }  // namespace
 
 CopyCounts copyCounts() {
-  return {gGraphCopies.load(std::memory_order_relaxed), gPlainCopies.load(std::memory_order_relaxed)};
+  return {gGraphCopies.load(std::memory_order_relaxed), gRepeatedCopies.load(std::memory_order_relaxed),
+          gPlainCopies.load(std::memory_order_relaxed)};
 }
 
 #if CGDR_HAVE_CUDA
@@ -137,6 +138,7 @@ bool graphCopy(void* dst, const void* src, std::size_t n, int device, CopyDir di
   for (int i = 0; i < gc.count && !g; ++i)
     if (same(gc.g[i], dst, src, n, ids)) g = &gc.g[i];
   cudaError_t e = cudaSuccess;
+  bool repeated = g != nullptr;
   if (!g && gc.count < kGraphsPerStream) {  // a new graph, made for this copy
     CopyGraph& ng = gc.g[gc.count];
     e = cudaGraphCreate(&ng.graph, 0);
@@ -171,6 +173,7 @@ bool graphCopy(void* dst, const void* src, std::size_t n, int device, CopyDir di
     return false;
   }
   gc.refusals = 0;
+  if (repeated) gRepeatedCopies.fetch_add(1, std::memory_order_relaxed);
   g->dst = dst;
   g->src = src;
   g->n = n;

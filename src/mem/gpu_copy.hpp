@@ -64,9 +64,10 @@ class GpuCopy {
   base::Status error_;
 };
 
-// Copies issued through the copy graph, and plainly, by this process so far (CGDR_STATS).
+// Copies issued through the copy graphs (of which `repeated` launched a graph unchanged), and
+// plainly, by this process so far (CGDR_STATS).
 struct CopyCounts {
-  unsigned long long graph = 0, plain = 0;
+  unsigned long long graph = 0, repeated = 0, plain = 0;
 };
 CopyCounts copyCounts();
 

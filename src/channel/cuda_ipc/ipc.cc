@@ -12,9 +12,8 @@
 namespace cgdr::channel::cuda_ipc {
 
 #if CGDR_HAVE_CUDA
-bool exportHandle(const void* p, std::size_t n, Handle* out) {
-  base::cuda::PointerAttrs a;
-  if (!base::cuda::queryPointer(p, true, &a) || a.type != base::cuda::PointerAttrs::Type::kDevice) return false;
+bool exportHandle(const base::cuda::PointerAttrs& a, const void* p, std::size_t n, Handle* out) {
+  if (a.type != base::cuda::PointerAttrs::Type::kDevice || !a.rangeStart) return false;
   auto addr = reinterpret_cast<std::uintptr_t>(p);
   if (addr < a.rangeStart || addr + n > a.rangeStart + a.rangeSize) return false;
   cudaIpcMemHandle_t h;
@@ -57,7 +56,7 @@ void Cache::closeAll() {
   entries_.clear();
 }
 #else
-bool exportHandle(const void*, std::size_t, Handle*) { return false; }
+bool exportHandle(const base::cuda::PointerAttrs&, const void*, std::size_t, Handle*) { return false; }
 void* Cache::open(int, const Handle&) { return nullptr; }
 void Cache::closeAll() {}
 #endif

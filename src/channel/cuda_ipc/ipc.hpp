@@ -8,6 +8,8 @@
 #include <mutex>
 #include <utility>
 
+#include "base/cuda.hpp"
+
 namespace cgdr::channel::cuda_ipc {
 
 struct Handle {
@@ -17,9 +19,9 @@ struct Handle {
   std::uint64_t bufferId;  // unique per allocation
 };
 
-// The handle of the device allocation holding [p, p+n); false for anything else (managed, host,
-// cuMem memory) or when CUDA refuses.
-bool exportHandle(const void* p, std::size_t n, Handle* out);
+// The handle of the device allocation `a` (as the driver described the allocation holding p)
+// for [p, p+n); false for anything else (managed, host, cuMem memory) or when CUDA refuses.
+bool exportHandle(const base::cuda::PointerAttrs& a, const void* p, std::size_t n, Handle* out);
 
 // Opened handles of the peers, per (peer, exporter base address).
 class Cache {

@@ -120,7 +120,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
       h->pid = static_cast<std::int32_t>(getpid());
       h->probeAddr = reinterpret_cast<std::uint64_t>(&gProbe);
       h->probeValue = gProbe;
-      h->reserved[1] = cfg.devSlots;
+      h->devSlots = cfg.devSlots;
       ep->maps_.resize(localWorld.size());
       ep->maps_[myLocal] = std::move(mine.value());
     } else {
@@ -142,7 +142,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
       if (h->magic != kSegmentMagic || h->nonce != nonce || h->version != kLayoutVersion ||
           h->worldRank != localWorld[i] || h->localCount != ep->geo_.localCount || h->ringBytes != cfg.ringBytes ||
           h->ctlSlots != cfg.ctlSlots || h->chunks != cfg.chunks || h->chunkBytes != cfg.chunkBytes ||
-          h->reserved[1] != cfg.devSlots)
+          h->devSlots != cfg.devSlots)
         failure = base::Status(base::Errc::kProtocol, "segment of rank " + std::to_string(localWorld[i]) +
                                                           " does not match this job's layout (same CGDR_SHM_* settings?)");
       ep->maps_[i] = std::move(seg.value());
@@ -160,7 +160,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
   PMPI_Barrier(world);
   if (active && ep->maps_[myLocal].data()) {
     auto* h = static_cast<SegmentHeader*>(ep->maps_[myLocal].data());
-    if (flock(ep->maps_[myLocal].fd(), LOCK_EX | LOCK_NB) == 0) h->reserved[0] = 1;  // liveness can be probed
+    if (flock(ep->maps_[myLocal].fd(), LOCK_EX | LOCK_NB) == 0) h->lockHeld = 1;  // liveness can be probed
   }
   PMPI_Barrier(world);
   if (!allOk) {
@@ -244,7 +244,7 @@ bool Endpoint::alive(Peer& p) {
   if (p.dead) return false;
   int fd = maps_[p.local].fd();
   if (fd < 0 || p.segment == mine_) return true;
-  if (reinterpret_cast<SegmentHeader*>(p.segment)->reserved[0] != 1) return true;  // owner holds no lock
+  if (reinterpret_cast<SegmentHeader*>(p.segment)->lockHeld != 1) return true;  // owner holds no lock
   if (flock(fd, LOCK_SH | LOCK_NB) == 0) {  // the owner's exclusive lock is gone: so is the owner
     flock(fd, LOCK_UN);
     p.dead = true;

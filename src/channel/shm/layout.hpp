@@ -31,7 +31,7 @@ struct alignas(kLine) MsgHeader {
   std::uint64_t size;   // message bytes
   std::uint64_t msgId;  // sender's id of the message, named by control records
   std::uint64_t addr;   // rendezvous: sender's address of the packed bytes (single copy)
-  std::uint64_t reserved;
+  std::uint64_t sentNs;  // CGDR_TRACE_GPU: when the sender wrote it (CLOCK_MONOTONIC ns; 0: untraced)
   // Written last (release): the record's ring position XOR the ring's key. The receiver polls
   // the stamp of the next record itself, so a message costs it one cache-line transfer.
   std::uint64_t stamp;
@@ -62,7 +62,7 @@ struct alignas(kLine) CtlRecord {
                          // receiver's chunk describing its buffer (the engine's GpuOffer)
   std::uint64_t ring;    // kDevData: id of the sender's ring (as shared over the cuMem link)
   std::uint64_t slotOffset;  // kDevData: byte offset of the block in that ring
-  std::uint64_t reserved;
+  std::uint64_t sentNs;      // CGDR_TRACE_GPU: when the sender wrote it (0: untraced)
 };
 // How a sender streams after a CTS.
 enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1, kPush = 2 };
@@ -103,7 +103,8 @@ struct alignas(kLine) SegmentHeader {
   std::int32_t pid;          // in the owner's PID namespace (single copy within one namespace)
   std::uint64_t probeAddr;   // address of probeValue in the owner's memory (single-copy probe)
   std::uint64_t probeValue;
-  std::uint64_t reserved[2];
+  std::uint64_t lockHeld;    // 1: the owner holds a lock on its segment file (liveness can be probed)
+  std::uint64_t devSlots;    // blocks of the owner's cuMem staging ring (their flags are here)
 };
 static_assert(sizeof(SegmentHeader) == 2 * kLine);
 
