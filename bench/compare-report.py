@@ -2,7 +2,7 @@
 """Table (markdown) and plot (PNG) of bench/gpu-compare.sh results.
 
 usage: compare-report.py OUTDIR TABLE.md PLOT.png
-Reads OUTDIR/{latency,bw,bibw}-{native,opt,optvmm,optvmmall,def}.json (cgdr-bench --json), floor.json
+Reads OUTDIR/{latency,bw,bibw}-{native,opt,optstage,optvmm,optvmmall,def}.json (cgdr-bench --json), floor.json
 (cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the logs (which channel served which
 sizes). The plot needs matplotlib (python3-matplotlib); without it only the table is written.
 """
@@ -11,7 +11,8 @@ import pathlib
 import re
 import sys
 
-MODES = [("native", "Native"), ("opt", "Container-Opt"), ("optvmm", "Container-Opt (V bufs)"),
+MODES = [("native", "Native"), ("opt", "Container-Opt"), ("optstage", "Container-Opt (heap off)"),
+         ("optvmm", "Container-Opt (V bufs)"),
          ("optvmmall", "Container-Opt (V bufs, all GPUs visible)"), ("def", "Container-Def")]
 TESTS = [("latency", "us", "latency (us), lower is better"),
          ("bw", "GB/s", "bandwidth (GB/s), higher is better"),
@@ -66,12 +67,14 @@ def main(folder, table_path, plot_path):
     except (OSError, ValueError, KeyError):
         pass
     lines = ["# GPU comparison: Container-Def / Container-Opt / Native (bench/gpu-compare.sh)", "",
-             "Two ranks, one H200 each, device buffers (V: exportable cuMem buffers), two simulated",
+             "Two ranks, one H200 each, cudaMalloc buffers (Container-Opt: served by cgdr's exportable heap,",
+             "CGDR_CUDA_MALLOC=auto; heap off: the runtime's cudaMalloc, =off) or V (exportable cuMem buffers",
+             "the program makes itself), two simulated",
              "containers with separate PID/UTS/net/mount namespaces, each seeing only its own GPU (all",
              "GPUs visible: both containers see both GPUs, each rank using its own). Floor: bare",
              "cudaMemcpyPeerAsync (bibw floor: twice the one-way peer-copy bandwidth). Opt/Nat:",
-             "Container-Opt over Native (latency: ratio of times; bandwidth: ratio of rates); Opt(V)/Nat and",
-             "Opt(V,all)/Nat likewise. Speed-up: Container-Opt over Container-Def.",
+             "Container-Opt over Native (latency: ratio of times; bandwidth: ratio of rates); Opt(off)/Nat,",
+             "Opt(V)/Nat and Opt(V,all)/Nat likewise. Speed-up: Container-Opt over Container-Def.",
              ""]
     results = {}
     for test, unit, title in TESTS:
@@ -80,13 +83,13 @@ def main(folder, table_path, plot_path):
         if not any(res.values()):
             continue
         ranges = channels(folder / f"{test}-opt.log")
-        rvmm = channels(folder / f"{test}-optvmm.log")
+        rstage = channels(folder / f"{test}-optstage.log")
         rnat = channels(folder / f"{test}-native.log")
         lines += [f"## {test} ({unit})", "",
                   "| size | floor | " + " | ".join(n for _, n in MODES) +
-                  " | Opt/Nat | Opt(V)/Nat | Opt(V,all)/Nat | Opt/floor | speed-up vs Def | channel (Opt) |"
-                  " channel (Opt, V) | channel (Native) |",
-                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---:|---:|---|---|---|"]
+                  " | Opt/Nat | Opt(off)/Nat | Opt(V)/Nat | Opt(V,all)/Nat | Opt/floor | speed-up vs Def |"
+                  " channel (Opt) | channel (Opt, heap off) | channel (Native) |",
+                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---:|---:|---:|---|---|---|"]
         sizes = sorted({s for r in res.values() for s in r})
         for s in sizes:
             v = {m: res[m].get(s) for m, _ in MODES}
@@ -100,6 +103,7 @@ def main(folder, table_path, plot_path):
                 return f"{a / b:.2f}"
             opt, nat, de = v["opt"], v["native"], v["def"]
             optnat = ratio(opt, nat)
+            snat = ratio(v["optstage"], nat)
             vnat = ratio(v["optvmm"], nat)
             vall = ratio(v["optvmmall"], nat)
             optfl = ratio(opt, fl)
@@ -107,8 +111,8 @@ def main(folder, table_path, plot_path):
             if opt and de:
                 speed = f"{(de / opt) if lat else (opt / de):.1f}x"
             lines.append(f"| {human(s)} | {fmt(fl)} | " + " | ".join(fmt(v[m]) for m, _ in MODES) +
-                         f" | {optnat} | {vnat} | {vall} | {optfl} | {speed} | {channel_of(ranges, s)} |"
-                         f" {channel_of(rvmm, s)} | {channel_of(rnat, s)} |")
+                         f" | {optnat} | {snat} | {vnat} | {vall} | {optfl} | {speed} | {channel_of(ranges, s)} |"
+                         f" {channel_of(rstage, s)} | {channel_of(rnat, s)} |")
         lines.append("")
     pathlib.Path(table_path).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -2,7 +2,11 @@
 # C-GDR's comparison on one host with two GPUs (nvidia-h200-x2): two ranks, one GPU each, in two
 # simulated containers with separate PID (and UTS, net, mount) namespaces, device buffers:
 #   Container-Def  cgdr with CGDR_LOCALITY=off: everything goes through the real MPI
-#   Container-Opt  cgdr in container mode: co-located GPU channels across the namespaces
+#   Container-Opt  cgdr in container mode: co-located GPU channels across the namespaces; the
+#                  benchmark's cudaMalloc comes from cgdr's exportable heap (CGDR_CUDA_MALLOC=auto;
+#                  cgdr-bench links the shared CUDA runtime), so messages go zero-copy
+#   Container-Opt (heap off)  the same with CGDR_CUDA_MALLOC=off: runtime cudaMalloc buffers,
+#                  which cannot be shared across PID namespaces (two copies through staging)
 #   Native         cgdr, both ranks in one namespace
 #   floor          a bare cudaMemcpyPeerAsync of the same size (cgdr-peer-copy-bench)
 # Every variant runs on CPUs 2 and 3, one rank each,
@@ -50,6 +54,8 @@ for t in $tests; do
     "$b" $t D D -m "$range" $o --json "$out/$t-native.json"
   run "$t-opt" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t D D -m "$range" $o --json "$out/$t-opt.json"
+  run "$t-optstage" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -x CGDR_CUDA_MALLOC=off -- \
+    "$b" $t D D -m "$range" $o --json "$out/$t-optstage.json"
   run "$t-optvmm" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t V V -m "$range" $o --json "$out/$t-optvmm.json"
   run "$t-optvmmall" "$limit" "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" -x CGDR_STATS=1 -- \

@@ -10,6 +10,7 @@
 #include "base/log.hpp"
 #include "mem/gpu_copy.hpp"
 #include "mem/vmm.hpp"
+#include "mem/vmm_heap.hpp"
 #include "topo/detect.hpp"
 
 #if CGDR_HAVE_CUDA
@@ -71,7 +72,20 @@ std::unique_ptr<GpuPaths> GpuPaths::open(MPI_Comm world, std::uint64_t nonce, co
     if (link.isOk()) g->link_ = std::move(link.value());
     else CGDR_LOG(kWarn, kCuda, "cuda-vmm channels disabled: %s", link.status().message().c_str());
   }
+  g->activateHeapIfNeeded();
   return g;
+}
+
+void GpuPaths::activateHeapIfNeeded() {
+  if (!link_ || !base::cuda::usable()) return;
+  for (std::size_t w = 0; w < gPeers.size(); ++w) {
+    const PeerCaps& c = gPeers[w];
+    if (c.cls == sched::PeerClass::kContainer && c.vmm && !c.ipcExport && link_->connected(static_cast<int>(w))) {
+      std::string why = "rank " + std::to_string(w) + " cannot open legacy CUDA IPC handles of this rank";
+      mem::activateExportableMalloc(why.c_str());
+      return;
+    }
+  }
 }
 
 GpuPaths::~GpuPaths() {
@@ -183,7 +197,9 @@ void GpuPaths::describe(int w, const void* p, std::size_t n, const mem::MemInfo&
   std::size_t size = e.zcSize;
   auto id = link_->share(w, e.bufferId, size, [base, size] {
     mem::Exportable x;
-    return mem::exportable(base, size, &x) ? x.fd : -1;
+    if (!mem::exportable(base, size, &x)) return -1;
+    mem::heapMarkShared(base);  // the peer maps it until MPI_Finalize: the heap must keep it
+    return x.fd;
   });
   if (!id.isOk()) return;
   o->zcId = id.value();

@@ -102,6 +102,9 @@ class GpuPaths {
 
  private:
   GpuPaths() = default;
+  // CGDR_CUDA_MALLOC=auto: turns the exportable heap on where a co-located peer can map this
+  // rank's GPU memory only through cuMem file descriptors.
+  void activateHeapIfNeeded();
   std::unique_ptr<channel::cuda_vmm::Link> link_;
   channel::cuda_ipc::Cache ipcIn_;
   struct Export {

@@ -11,6 +11,7 @@
 #include "base/dtype.hpp"
 #include "base/errors.hpp"
 #include "mem/classify.hpp"
+#include "mem/vmm_heap.hpp"
 #include "base/log.hpp"
 #include "engine/msg_data.hpp"
 #include "engine/held.hpp"
@@ -79,6 +80,11 @@ void ShmEngine::stop() {
     if (cc.graph + cc.plain)
       CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu", cc.graph, cc.repeated,
                cc.plain);
+    mem::HeapStats hs = mem::heapStats();
+    if (hs.served + hs.fallbacks)
+      CGDR_LOG(kWarn, kShm, "stats: exportable heap: %zu cudaMalloc served (%zu fell back), %zu chunks of %zu MiB "
+               "(%zu shared), %zu live", hs.served, hs.fallbacks, hs.chunks, hs.chunkBytes >> 20, hs.sharedChunks,
+               hs.live);
     if (tracing()) {
       static const char* names[] = {"send-build", "envelope", "recv-choose", "copy-issue", "copy-run", "cts", "pushed",
                                      "recv-finish", "turnaround"};

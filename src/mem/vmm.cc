@@ -27,6 +27,15 @@ CUmemAllocationProp propsFor(int device) {
   return p;
 }
 
+base::Status grant(const base::cuda::Driver& d, CUdeviceptr va, std::size_t bytes, int device) {
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUresult r = d.memSetAccess(va, bytes, &access, 1);
+  return r == CUDA_SUCCESS ? base::Status::ok() : fail("cuMemSetAccess", r);
+}
+
 // Reserves address space, maps the handle and grants `device` read/write access.
 base::Status mapInto(const base::cuda::Driver& d, CUmemGenericAllocationHandle h, std::size_t bytes, int device,
                      std::uint64_t* out) {
@@ -38,15 +47,10 @@ base::Status mapInto(const base::cuda::Driver& d, CUmemGenericAllocationHandle h
     d.memAddressFree(va, bytes);
     return fail("cuMemMap", r);
   }
-  CUmemAccessDesc access{};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = device;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  r = d.memSetAccess(va, bytes, &access, 1);
-  if (r != CUDA_SUCCESS) {
+  if (base::Status st = grant(d, va, bytes, device); !st.isOk()) {
     d.memUnmap(va, bytes);
     d.memAddressFree(va, bytes);
-    return fail("cuMemSetAccess", r);
+    return st;
   }
   *out = va;
   return base::Status::ok();
@@ -126,6 +130,12 @@ int VmmBuffer::exportFd() const {
   return fd;
 }
 
+base::Status VmmBuffer::allowAccess(int device) const {
+  const base::cuda::Driver* d = base::cuda::driver();
+  if (!d || !mapped_) return base::Status(base::Errc::kUnsupported, "no mapped cuMem memory");
+  return grant(*d, ptr_, size_, device);
+}
+
 bool exportable(const void* p, std::size_t n, Exportable* info) {
   const base::cuda::Driver* d = base::cuda::driver();
   if (!d) return false;
@@ -159,6 +169,7 @@ base::Result<VmmBuffer> VmmBuffer::import(int fd, std::size_t, int) {
   return base::Status(base::Errc::kUnsupported, "built without CUDA");
 }
 int VmmBuffer::exportFd() const { return -1; }
+base::Status VmmBuffer::allowAccess(int) const { return base::Status(base::Errc::kUnsupported, "built without CUDA"); }
 bool exportable(const void*, std::size_t, Exportable*) { return false; }
 #endif
 

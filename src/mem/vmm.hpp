@@ -25,6 +25,8 @@ class VmmBuffer {
   static base::Result<VmmBuffer> import(int fd, std::size_t bytes, int device);
   // A new fd for the memory (the caller closes it); -1 on failure.
   int exportFd() const;
+  // Lets `device` read and write the memory too (a peer GPU of the one holding it).
+  base::Status allowAccess(int device) const;
 
   void* data() const { return reinterpret_cast<void*>(ptr_); }
   std::size_t size() const { return size_; }

@@ -69,6 +69,14 @@ for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
 done
 run "pods, stress with device buffers" -n 2 --gpus "0;1" -- "$T/stress" --seed 11 --rounds 10 --kinds DD,DH,HD > /dev/null
 run "pods, freed and re-allocated buffers" -n 2 --gpus "0;1" -- "$T/gpu_realloc" --kinds DD,VV,VD > /dev/null
+# cudaMalloc of a program linked with the shared CUDA runtime: across PID namespaces auto serves it
+# from the exportable heap, so device messages go zero-copy (not staged); =off keeps the runtime's.
+out=$(run "pods, cudaMalloc from the exportable heap" -n 2 --gpus "0;1" -- "$T/gpu_heap" --expect heap)
+grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: heap buffers did not go zero-copy"
+grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: heap buffers took the staging ring"
+grep -q "stats: exportable heap: [1-9]" <<<"$out" || fail "pods: the heap served no cudaMalloc"
+out=$(run "pods, cudaMalloc heap off" -n 2 --gpus "0;1" -x CGDR_CUDA_MALLOC=off -- "$T/gpu_heap" --expect real)
+grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: CGDR_CUDA_MALLOC=off did not stage"
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
 out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "0;1" -- \

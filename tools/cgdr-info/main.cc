@@ -10,6 +10,7 @@
 
 #include "base/config.hpp"
 #include "channel/gdrcopy/gdrcopy.hpp"
+#include "mem/vmm_heap.hpp"
 #include "base/cuda.hpp"
 #include "base/log.hpp"
 #include "topo/detect.hpp"
@@ -50,6 +51,7 @@ std::string gpuText(int rank) {
     out += p + "  GPU " + std::to_string(d) + ": " + cuda::describeDevice(d) + "\n";
     out += p + "    cuMem fd sharing (cuda-vmm channels): " + (cuda::vmmFdSupported(d) ? "yes" : "no") + "\n";
   }
+  out += p + "cudaMalloc (shared CUDA runtime): " + cgdr::mem::exportableMallocState() + "\n";
   namespace gdr = cgdr::channel::gdrcopy;
   out += p + "gdrcopy: " +
          (gdr::available() ? std::string("library and driver present, but cgdr's gdrcopy copy path is not implemented: not used")

@@ -1,0 +1,100 @@
+#include "mem/chunk_ranges.hpp"
+
+#include <iterator>
+
+namespace cgdr::mem {
+
+void ChunkRanges::addChunk(std::uint64_t base, std::size_t size, int device) {
+  chunks_[base] = Chunk{size, device};
+  free_[base] = size;
+}
+
+std::map<std::uint64_t, ChunkRanges::Chunk>::iterator ChunkRanges::chunkOf(std::uint64_t addr) {
+  auto it = chunks_.upper_bound(addr);
+  if (it == chunks_.begin()) return chunks_.end();
+  --it;
+  return addr < it->first + it->second.size ? it : chunks_.end();
+}
+
+std::uint64_t ChunkRanges::take(std::size_t n, int device) {
+  n = (n + kAlign - 1) / kAlign * kAlign;
+  auto best = free_.end();
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < n || (best != free_.end() && it->second >= best->second)) continue;
+    if (chunkOf(it->first)->second.device != device) continue;
+    best = it;
+    if (it->second == n) break;
+  }
+  if (best == free_.end()) return 0;
+  std::uint64_t at = best->first;
+  std::size_t rest = best->second - n;
+  free_.erase(best);
+  if (rest) free_[at + n] = rest;
+  auto c = chunkOf(at);
+  c->second.liveBytes += n;
+  live_[at] = {n, c->first};
+  return at;
+}
+
+void ChunkRanges::addFree(std::uint64_t addr, std::size_t size, std::uint64_t chunkBase, std::size_t chunkSize) {
+  auto next = free_.lower_bound(addr);
+  // Merge with the following free range when it starts where this ends, inside the chunk.
+  if (next != free_.end() && next->first == addr + size && next->first < chunkBase + chunkSize) {
+    size += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first >= chunkBase && prev->first + prev->second == addr) {
+      prev->second += size;
+      return;
+    }
+  }
+  free_[addr] = size;
+}
+
+bool ChunkRanges::give(std::uint64_t p, std::uint64_t* emptyChunk) {
+  *emptyChunk = 0;
+  auto l = live_.find(p);
+  if (l == live_.end()) return false;
+  auto [size, base] = l->second;
+  live_.erase(l);
+  Chunk& c = chunks_.at(base);
+  c.liveBytes -= size;
+  addFree(p, size, base, c.size);
+  if (c.liveBytes == 0 && !c.shared) *emptyChunk = base;
+  return true;
+}
+
+int ChunkRanges::deviceOf(std::uint64_t p) const {
+  auto l = live_.find(p);
+  return l == live_.end() ? -1 : chunks_.at(l->second.second).device;
+}
+
+void ChunkRanges::dropChunk(std::uint64_t base) {
+  auto c = chunks_.find(base);
+  if (c == chunks_.end() || c->second.liveBytes != 0) return;
+  free_.erase(base);  // an empty chunk is one free range from its base
+  chunks_.erase(c);
+}
+
+void ChunkRanges::markShared(std::uint64_t addr) {
+  auto c = chunkOf(addr);
+  if (c != chunks_.end()) c->second.shared = true;
+}
+
+ChunkRanges::Totals ChunkRanges::totals() const {
+  Totals t;
+  for (const auto& [base, c] : chunks_) {
+    ++t.chunks;
+    t.chunkBytes += c.size;
+    t.sharedChunks += c.shared ? 1 : 0;
+    t.liveBytes += c.liveBytes;
+  }
+  t.live = live_.size();
+  t.freeRanges = free_.size();
+  for (const auto& [start, size] : free_) t.freeBytes += size;
+  return t;
+}
+
+}  // namespace cgdr::mem

@@ -1,0 +1,52 @@
+// Bookkeeping of a sub-allocator over large chunks: which ranges of which chunk are handed out
+// and which are free (coalesced, never spanning two chunks). Pure: no CUDA, unit-tested alone;
+// the exportable heap (vmm_heap) owns the GPU memory behind the chunks.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+namespace cgdr::mem {
+
+class ChunkRanges {
+ public:
+  // Alignment of every range handed out (what cudaMalloc guarantees).
+  static constexpr std::size_t kAlign = 256;
+
+  // A new chunk, all free.
+  void addChunk(std::uint64_t base, std::size_t size, int device);
+  // The start of a free range of at least n bytes on `device` (best fit), now handed out; 0 if
+  // no chunk of that device has room. n > 0.
+  std::uint64_t take(std::size_t n, int device);
+  // Gives back the range handed out at p. Returns false (and changes nothing) if p is not the
+  // start of a live range. *emptyChunk is set to the base of p's chunk when that chunk has no
+  // live range left and was never shared (the caller may release it with dropChunk), else 0.
+  bool give(std::uint64_t p, std::uint64_t* emptyChunk);
+  // Forgets a chunk with no live range.
+  void dropChunk(std::uint64_t base);
+  // Marks the chunk holding addr as shared with a peer: it is then kept when it empties.
+  void markShared(std::uint64_t addr);
+  // The device of the live range starting at p, or -1 if p starts none.
+  int deviceOf(std::uint64_t p) const;
+
+  struct Totals {
+    std::size_t chunks = 0, chunkBytes = 0, sharedChunks = 0, live = 0, liveBytes = 0, freeRanges = 0, freeBytes = 0;
+  };
+  Totals totals() const;
+
+ private:
+  struct Chunk {
+    std::size_t size;
+    int device;
+    bool shared = false;
+    std::size_t liveBytes = 0;
+  };
+  std::map<std::uint64_t, Chunk>::iterator chunkOf(std::uint64_t addr);
+  void addFree(std::uint64_t addr, std::size_t size, std::uint64_t chunkBase, std::size_t chunkSize);
+
+  std::map<std::uint64_t, Chunk> chunks_;                                // base -> chunk
+  std::map<std::uint64_t, std::size_t> free_;                            // start -> size
+  std::map<std::uint64_t, std::pair<std::size_t, std::uint64_t>> live_;  // start -> (size, chunk)
+};
+
+}  // namespace cgdr::mem

@@ -1,0 +1,155 @@
+// The exportable heap's bookkeeping (mem::ChunkRanges) against a model: random takes and gives
+// over chunks of two devices; after every step live ranges are aligned, inside a chunk of the
+// right device and disjoint, free ranges are coalesced, and a chunk is reported empty exactly
+// when its last live range went and it was never shared.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "mem/chunk_ranges.hpp"
+
+namespace cgdr::mem {
+namespace {
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+TEST(ChunkRanges, TakesBestFitAlignedAndCoalesces) {
+  ChunkRanges r;
+  r.addChunk(0x10000000, 2 * kMiB, 0);
+  std::uint64_t a = r.take(1, 0), b = r.take(300, 0), c = r.take(256, 0);
+  EXPECT_EQ(a, 0x10000000u);
+  EXPECT_EQ(b, a + 256);        // 1 byte takes one 256-byte unit
+  EXPECT_EQ(c, b + 512);        // 300 bytes take two
+  EXPECT_EQ(r.take(1, 1), 0u);  // no chunk on device 1
+  std::uint64_t empty = 1;
+  ASSERT_TRUE(r.give(b, &empty));
+  EXPECT_EQ(empty, 0u);
+  EXPECT_EQ(r.take(512, 0), b);  // the hole fits exactly: best fit
+  ASSERT_TRUE(r.give(b, &empty));
+  ASSERT_TRUE(r.give(a, &empty));
+  EXPECT_EQ(r.totals().freeRanges, 2u);  // [a, c) merged, and the tail after c
+  EXPECT_FALSE(r.give(a, &empty));       // twice: refused
+  EXPECT_FALSE(r.give(c + 256, &empty)); // not the start of a live range
+  ASSERT_TRUE(r.give(c, &empty));
+  EXPECT_EQ(empty, 0x10000000u);
+  EXPECT_EQ(r.totals().freeRanges, 1u);
+  r.dropChunk(empty);
+  EXPECT_EQ(r.totals().chunks, 0u);
+  EXPECT_EQ(r.totals().freeRanges, 0u);
+}
+
+TEST(ChunkRanges, NeverMergesAcrossAdjacentChunks) {
+  ChunkRanges r;
+  r.addChunk(0x1000000, kMiB, 0);
+  r.addChunk(0x1000000 + kMiB, kMiB, 0);  // the next chunk starts where the first ends
+  std::uint64_t a = r.take(kMiB, 0), b = r.take(kMiB, 0);
+  ASSERT_NE(a, 0u);
+  ASSERT_NE(b, 0u);
+  EXPECT_EQ(r.take(1, 0), 0u);
+  std::uint64_t empty = 0;
+  ASSERT_TRUE(r.give(a, &empty));
+  EXPECT_EQ(empty, 0x1000000u);
+  ASSERT_TRUE(r.give(b, &empty));
+  EXPECT_EQ(empty, 0x1000000u + kMiB);
+  EXPECT_EQ(r.totals().freeRanges, 2u);
+  EXPECT_EQ(r.take(2 * kMiB, 0), 0u);  // no range spans the two chunks
+}
+
+TEST(ChunkRanges, SharedChunkIsKeptAndReused) {
+  ChunkRanges r;
+  r.addChunk(0x2000000, 2 * kMiB, 3);
+  std::uint64_t a = r.take(100, 3);
+  r.markShared(a + 50);
+  std::uint64_t empty = 1;
+  ASSERT_TRUE(r.give(a, &empty));
+  EXPECT_EQ(empty, 0u);  // a peer maps it: not reported empty
+  EXPECT_EQ(r.deviceOf(a), -1);
+  EXPECT_EQ(r.take(2 * kMiB, 3), 0x2000000u);
+  EXPECT_EQ(r.deviceOf(0x2000000), 3);
+  EXPECT_EQ(r.totals().sharedChunks, 1u);
+}
+
+TEST(ChunkRanges, RandomAgainstModel) {
+  std::mt19937_64 rng(12345);
+  ChunkRanges r;
+  struct ChunkM {
+    std::size_t size;
+    int device;
+    bool shared;
+  };
+  std::map<std::uint64_t, ChunkM> chunks;
+  std::map<std::uint64_t, std::pair<std::size_t, int>> live;  // start -> (rounded size, device)
+  std::uint64_t next = 0x100000000;
+  for (int step = 0; step < 20000; ++step) {
+    int op = static_cast<int>(rng() % 10);
+    int dev = static_cast<int>(rng() % 2);
+    if (op < 5) {
+      std::size_t n = 1 + rng() % (op == 0 ? 3 * kMiB : 70000);
+      std::uint64_t p = r.take(n, dev);
+      if (!p) {  // grow as the heap does, then it must fit
+        std::size_t size = n <= kMiB ? 2 * kMiB : (n + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
+        r.addChunk(next, size, dev);
+        chunks[next] = {size, dev, false};
+        next += size + (rng() % 2 ? 0 : 4 * kMiB);  // sometimes adjacent to the previous chunk
+        p = r.take(n, dev);
+        ASSERT_NE(p, 0u) << "fresh chunk too small for " << n;
+      }
+      std::size_t rounded = (n + 255) / 256 * 256;
+      ASSERT_EQ(p % 256, 0u);
+      auto c = chunks.upper_bound(p);
+      ASSERT_NE(c, chunks.begin());
+      --c;
+      ASSERT_LE(p + rounded, c->first + c->second.size) << "range leaves its chunk";
+      ASSERT_EQ(c->second.device, dev);
+      auto after = live.lower_bound(p);
+      if (after != live.end()) {
+        ASSERT_LE(p + rounded, after->first) << "overlaps the next live range";
+      }
+      if (after != live.begin()) {
+        auto before = std::prev(after);
+        ASSERT_LE(before->first + before->second.first, p) << "overlaps the previous live range";
+      }
+      live[p] = {rounded, dev};
+      if (rng() % 8 == 0) {
+        r.markShared(p);
+        c->second.shared = true;
+      }
+    } else if (!live.empty()) {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      std::uint64_t p = it->first;
+      ASSERT_EQ(r.deviceOf(p), it->second.second);
+      live.erase(it);
+      std::uint64_t empty = 0;
+      ASSERT_TRUE(r.give(p, &empty));
+      auto c = std::prev(chunks.upper_bound(p));
+      bool anyLive = false;
+      for (auto& [s, v] : live) anyLive = anyLive || (s >= c->first && s < c->first + c->second.size);
+      EXPECT_EQ(empty, (!anyLive && !c->second.shared) ? c->first : 0u);
+      if (empty && rng() % 2) {
+        r.dropChunk(empty);
+        chunks.erase(c);
+      }
+    }
+    ChunkRanges::Totals t = r.totals();
+    ASSERT_EQ(t.live, live.size());
+    ASSERT_EQ(t.chunks, chunks.size());
+    std::size_t liveBytes = 0;
+    for (auto& [s, v] : live) liveBytes += v.first;
+    ASSERT_EQ(t.liveBytes, liveBytes);
+    std::size_t chunkBytes = 0;
+    for (auto& [b, c] : chunks) chunkBytes += c.size;
+    ASSERT_EQ(t.chunkBytes, chunkBytes);
+    ASSERT_EQ(t.freeBytes + t.liveBytes, chunkBytes) << "free and live ranges do not tile the chunks";
+  }
+  // Everything given back: each chunk is one free range again.
+  for (auto& [p, v] : live) {
+    std::uint64_t empty = 0;
+    ASSERT_TRUE(r.give(p, &empty));
+  }
+  EXPECT_EQ(r.totals().freeRanges, chunks.size());
+}
+
+}  // namespace
+}  // namespace cgdr::mem
