@@ -5,6 +5,7 @@
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
+# SUITE_TESTS: a ctest regex narrowing the GPU tests (default: all of them).
 set -uo pipefail
 t0=$SECONDS
 deadline=${SUITE_DEADLINE:-560}
@@ -56,7 +57,7 @@ export LD_LIBRARY_PATH="$top/.deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${L
 
 if has tests 60; then
   lim=$(( $(left) - 240 )); [ $lim -gt 240 ] && lim=240; [ $lim -lt 60 ] && lim=60
-  (cd "$build" && timeout "$lim" ctest -L gpu -j4 --timeout 200 --output-on-failure) > "$logs/gpu-tests.log" 2>&1
+  (cd "$build" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 --output-on-failure) > "$logs/gpu-tests.log" 2>&1
   say "gpu tests: $(grep -E 'tests passed' "$logs/gpu-tests.log" || echo 'no result')"
   grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests.log" | head -30 | tee -a "$summary"
   if [[ " $steps " == *" hosttests "* ]]; then

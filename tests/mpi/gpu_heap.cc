@@ -58,6 +58,9 @@ void fill(void* d, std::size_t n, std::uint32_t seed) {
   std::vector<std::uint8_t> h(n);
   for (std::size_t i = 0; i < n; ++i) h[i] = t::pat(seed, i);
   CK(cudaMemcpy(d, h.data(), n, cudaMemcpyHostToDevice));
+  // From pageable memory the copy may still be running when cudaMemcpy returns; MPI reads the
+  // buffer outside the default stream (as with any GPU-aware MPI): the program waits first.
+  CK(cudaDeviceSynchronize());
 }
 
 bool check(const void* d, std::size_t n, std::uint32_t seed, const char* what) {
