@@ -21,5 +21,12 @@ for mpi in openmpi mpich; do
       echo "NOTE: no GPU on this machine: the $skipped GPU tests above were skipped (they run on the GPU machine: bench/gpu-suite.sh)"
   fi
 done
+# Where the CUDA toolkit is present the builds above use it: the host-only build (what a machine
+# without CUDA gets) must still compile and pass its unit tests.
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "=== host-only build (CGDR_WITH_CUDA=OFF) and its unit tests"
+  "$top/scripts/build.sh" openmpi build-host -DCGDR_WITH_CUDA=OFF &&
+    (cd "$top/build-host" && ctest -L unit --output-on-failure --timeout 300) || rc=1
+fi
 [ $rc -eq 0 ] && echo "ALL TESTS PASSED" || echo "SOME TESTS FAILED"
 exit $rc

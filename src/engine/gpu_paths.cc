@@ -65,7 +65,11 @@ std::unique_ptr<GpuPaths> GpuPaths::open(MPI_Comm world, std::uint64_t nonce, co
   }
   g->slotBytes_ = std::max<std::size_t>(gBlock.get().value, 64 * 1024) & ~std::size_t{4095};
   // Every rank takes part in the link's wire-up or none does (settings may differ per rank).
-  int want = CGDR_HAVE_CUDA && gVmm.get() ? 1 : 0, all = 0;
+#if CGDR_HAVE_CUDA
+  int want = gVmm.get() ? 1 : 0, all = 0;
+#else
+  int want = 0, all = 0;  // a host-only build has no GPU memory to share
+#endif
   PMPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, world);
   if (all) {
     auto link = channel::cuda_vmm::Link::open(world, nonce, local);
