@@ -47,14 +47,13 @@ class GpuPaths {
   // Receiver side, for a message with this offer (the offered ring must map on `device`).
   sched::Caps receiverCaps(int peerWorld, const GpuOffer& o, int device);
 
-  // Sender: fills the offer for n contiguous bytes of device memory at p (on `device`) sent to
-  // peerWorld; offering the staging ring shares it with the peer first.
-  // `known`: p's classification, where the caller has it (saves asking the driver again).
+  // Sender: fills the offer for n contiguous bytes of device memory at p sent to peerWorld;
+  // offering the staging ring shares it with the peer first. `known`: p's classification by the
+  // caller (its device, and its allocation where known, which saves asking the driver again).
   void offer(int peerWorld, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o);
   // Fills the offer's kIpc/kZc part for n contiguous bytes of device memory at p, as far as
   // peerWorld can map them (sharing a cuMem allocation's fd with the peer first). Used for a
   // sender's source (the receiver pulls) and for a receiver's destination (the sender pushes).
-  // `device`: the GPU holding p.
   void describe(int peerWorld, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o);
   // How to issue a copy between this rank's GPU `device` and the bytes `o` describes (or the
   // staging ring of its sender, on the same GPU): through the copy graph where they are on the

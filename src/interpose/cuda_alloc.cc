@@ -60,8 +60,7 @@ cudaError_t allocate(Runtime& r, void** p, size_t n) {
       // What cudaMalloc would do first: the program's context on this GPU exists from here on.
       std::lock_guard lock(r.mutex);
       if (!r.started[dev]) {
-        cudaError_t e = r.free(nullptr);
-        if (e != cudaSuccess) return e;
+        if (r.free(nullptr) != cudaSuccess) return r.malloc(p, n);  // the runtime answers for itself
         r.started[dev] = true;
       }
     }

@@ -32,8 +32,7 @@ enum { kAuto, kExportable, kOff };
 constexpr std::size_t kSmallMax = std::size_t{1} << 20;  // requests up to this share chunks
 constexpr std::size_t kSmallChunk = std::size_t{2} << 20;
 
-std::atomic<bool> gActive{false};
-std::atomic<bool> gResolved{false};
+std::atomic<bool> gActive{false};  // auto: the engine asked for the heap
 
 struct Heap {
   std::mutex mutex;
@@ -81,11 +80,7 @@ bool grow(Heap& h, std::size_t n, int device) {
 }  // namespace
 
 bool exportableMallocActive() {
-  if (!gResolved.load(std::memory_order_acquire)) {
-    if (gMode.get().index == kExportable) gActive.store(true, std::memory_order_release);
-    gResolved.store(true, std::memory_order_release);
-  }
-  return gActive.load(std::memory_order_acquire);
+  return gActive.load(std::memory_order_acquire) || gMode.get().index == kExportable;
 }
 
 void activateExportableMalloc(const char* why) {

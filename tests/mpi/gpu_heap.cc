@@ -6,6 +6,8 @@
 // byte-exact, also when buffers are freed and allocated again between messages.
 // "--hook-only": on a machine without a GPU, only that the program's cudaMalloc/cudaFree are
 // cgdr's entry points and hand back the runtime's own answer.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <mpi.h>
@@ -25,15 +27,12 @@ bool ownedByCgdr(void* fn) {
   return dladdr(fn, &info) && info.dli_fname && std::strstr(info.dli_fname, "libcgdr");
 }
 
-// Whether p lies in cuMem memory exportable as a POSIX file descriptor (driver API through the
-// runtime: this program does not link libcuda).
+// Whether p lies in cuMem memory exportable as a POSIX file descriptor (driver entry points
+// through the runtime: this program does not link libcuda; cuda.h only for the types).
 bool exportable(void* p) {
-  using Retain = int (*)(unsigned long long*, void*);
-  using Props = int (*)(void*, unsigned long long);
-  using Release = int (*)(unsigned long long);
-  static Retain retain = nullptr;
-  static Props props = nullptr;
-  static Release release = nullptr;
+  static PFN_cuMemRetainAllocationHandle_v11000 retain = nullptr;
+  static PFN_cuMemGetAllocationPropertiesFromHandle_v10020 props = nullptr;
+  static PFN_cuMemRelease_v10020 release = nullptr;
   if (!retain) {
     cudaDriverEntryPointQueryResult q;
     cudaGetDriverEntryPointByVersion("cuMemRetainAllocationHandle", reinterpret_cast<void**>(&retain), 12000,
@@ -43,11 +42,10 @@ bool exportable(void* p) {
     cudaGetDriverEntryPointByVersion("cuMemRelease", reinterpret_cast<void**>(&release), 12000, cudaEnableDefault,
                                      &q);
   }
-  unsigned long long h = 0;
-  if (!retain || !props || !release || retain(&h, p) != 0) return false;
-  // CUmemAllocationProp: type, requestedHandleTypes (1 = POSIX fd), ... (64 bytes is plenty).
-  alignas(8) unsigned char prop[128] = {};
-  bool fd = props(prop, h) == 0 && (reinterpret_cast<int*>(prop)[1] & 1);
+  CUmemGenericAllocationHandle h = 0;
+  if (!retain || !props || !release || retain(&h, p) != CUDA_SUCCESS) return false;
+  CUmemAllocationProp prop{};
+  bool fd = props(&prop, h) == CUDA_SUCCESS && (prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   release(h);
   return fd;
 }
