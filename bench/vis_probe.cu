@@ -9,7 +9,12 @@
 //   nvcc -O2 -arch=sm_90 vis_probe.cu -lcuda $(mpicxx --showme:link)
 //   mpirun -np 2 cgdr-vis-probe one|both [-i N]
 // Prints per size the median issue time (the enqueue calls) and total time (until an event
-// query says done) in microseconds, for each variant, on rank 0.
+// query says done) in microseconds, for each variant, on rank 0. Then (added 2026-11-23, fourth
+// session): what single runtime/driver calls on a small message's path cost; whether one large
+// copy moves more split over several streams, moved by both GPUs at once (the receiver pulling
+// part, the sender pushing the rest), or by a copy kernel instead of a copy engine; and how the
+// end of an 8-byte copy is seen soonest (event query, stream synchronize, or a word of mapped
+// host memory written after the copy by cuStreamWriteValue32 or by a second copy).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -20,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -44,6 +51,275 @@ void checkDrv(CUresult r, const char* what) {
 double median(std::vector<double>& t) {
   std::sort(t.begin(), t.end());
   return t[t.size() / 2] * 1e6;
+}
+
+struct Copy {
+  const char* name;
+  void* dst;
+  const void* src;
+};
+
+// How the end of an 8-byte copy is best seen: an event polled with cudaEventQuery (what cgdr did),
+// a stream synchronize, or a word of mapped host memory that the stream writes after the copy
+// (cuStreamWriteValue32) and the CPU polls with plain loads; the copy issued with cudaMemcpyAsync
+// or as a graph. Median total microseconds (issue to seen done) and the cost of one event query.
+void completion(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy> copies) {
+  volatile std::uint32_t* flag = nullptr;
+  check(cudaHostAlloc(const_cast<std::uint32_t**>(&flag), 4096, cudaHostAllocMapped | cudaHostAllocPortable), "flag");
+  void* flagDev = nullptr;
+  check(cudaHostGetDevicePointer(&flagDev, const_cast<std::uint32_t*>(flag), 0), "flag device pointer");
+  auto dptr = reinterpret_cast<CUdeviceptr>(flagDev);
+  std::uint32_t* seqDev = nullptr;  // word k holds k: copied into the flag after the data
+  check(cudaMalloc(&seqDev, 4096 * sizeof(std::uint32_t)), "seq");
+  {
+    std::vector<std::uint32_t> v(4096);
+    for (std::uint32_t i = 0; i < 4096; ++i) v[i] = i;
+    check(cudaMemcpy(seqDev, v.data(), 4096 * 4, cudaMemcpyHostToDevice), "seq fill");
+  }
+  std::printf("# completion of 8-byte copies, median us (issue to seen done): memcpy+event | memcpy+sync | "
+              "memcpy+flag | graph+event | graph+flag | graph(copy,flag) | memcpy+flagcopy | graph(copy,flagcopy) | event query us\n");
+  const size_t n = 8;
+  for (const Copy& c : copies) {
+    cudaGraph_t g1, g2;
+    cudaGraphExec_t e1 = nullptr, e2 = nullptr;
+    check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+    check(cudaMemcpyAsync(c.dst, c.src, n, cudaMemcpyDefault, s), "capture copy");
+    check(cudaStreamEndCapture(s, &g1), "end capture");
+    check(cudaGraphInstantiate(&e1, g1, 0), "instantiate");
+    bool memopGraph = true;
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+      check(cudaMemcpyAsync(c.dst, c.src, n, cudaMemcpyDefault, s), "capture copy");
+      CUresult r = cuStreamWriteValue32(s, dptr, 1, 0);
+      cudaError_t ec = cudaStreamEndCapture(s, &g2);
+      if (r != CUDA_SUCCESS || ec != cudaSuccess || cudaGraphInstantiate(&e2, g2, 0) != cudaSuccess) memopGraph = false;
+    } else {
+      memopGraph = false;
+    }
+    (void)cudaGetLastError();
+    cudaGraph_t g3;
+    cudaGraphExec_t e3 = nullptr;
+    check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+    check(cudaMemcpyAsync(c.dst, c.src, n, cudaMemcpyDefault, s), "capture copy");
+    check(cudaMemcpyAsync(const_cast<std::uint32_t*>(flag), seqDev + 1, 4, cudaMemcpyDefault, s), "capture flag copy");
+    check(cudaStreamEndCapture(s, &g3), "end capture");
+    check(cudaGraphInstantiate(&e3, g3, 0), "instantiate");
+    std::printf("  %-14s", c.name);
+    std::uint32_t k = 0;
+    for (int variant = 0; variant < 8; ++variant) {
+      if (variant == 5 && !memopGraph) {
+        std::printf("  n/a");
+        continue;
+      }
+      std::vector<double> total;
+      for (int it = 0; it < iters + 20; ++it) {
+        ++k;
+        double t0 = MPI_Wtime();
+        if (variant == 6) {
+          std::uint32_t want = k % 4096 ? k % 4096 : 1;
+          *flag = 0;
+          check(cudaMemcpyAsync(c.dst, c.src, n, cudaMemcpyDefault, s), "copy");
+          check(cudaMemcpyAsync(const_cast<std::uint32_t*>(flag), seqDev + want, 4, cudaMemcpyDefault, s), "flag copy");
+          while (*flag != want) {
+          }
+        } else if (variant == 7) {
+          *flag = 0;
+          check(cudaGraphLaunch(e3, s), "graph launch");
+          while (*flag != 1) {
+          }
+        } else if (variant == 5) {
+          *flag = 0;
+          check(cudaGraphLaunch(e2, s), "graph launch");
+          while (*flag != 1) {
+          }
+        } else {
+          if (variant >= 3) check(cudaGraphLaunch(e1, s), "graph launch");
+          else check(cudaMemcpyAsync(c.dst, c.src, n, cudaMemcpyDefault, s), "copy");
+          if (variant == 1) {
+            check(cudaStreamSynchronize(s), "sync");
+          } else if (variant == 2 || variant == 4) {
+            checkDrv(cuStreamWriteValue32(s, dptr, k, 0), "write value");
+            while (*flag != k) {
+            }
+          } else {
+            check(cudaEventRecord(ev, s), "record");
+            cudaError_t q;
+            while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+            }
+            check(q, "query");
+          }
+        }
+        if (it >= 20) total.push_back(MPI_Wtime() - t0);
+      }
+      std::printf(" %6.2f", median(total));
+    }
+    std::vector<double> q;
+    for (int it = 0; it < 1000; ++it) {
+      double t0 = MPI_Wtime();
+      (void)cudaEventQuery(ev);
+      q.push_back(MPI_Wtime() - t0);
+    }
+    std::printf(" | %.3f\n", median(q));
+    cudaGraphExecDestroy(e3);
+    cudaGraphDestroy(g3);
+    cudaGraphExecDestroy(e1);
+    cudaGraphDestroy(g1);
+    if (e2) cudaGraphExecDestroy(e2);
+    if (memopGraph) cudaGraphDestroy(g2);
+  }
+  cudaFreeHost(const_cast<std::uint32_t*>(flag));
+  cudaFree(seqDev);
+}
+
+// Whether one large copy split over several streams (several copy engines) moves more than one
+// copy: 128 MiB as 1, 2, 3 or 4 parts, each on its own stream, median of 20 (GB/s).
+void split(std::initializer_list<Copy> copies, size_t cap) {
+  cudaStream_t st[8];
+  cudaEvent_t done[8];
+  for (int i = 0; i < 8; ++i) {
+    check(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking), "stream");
+    check(cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming), "event");
+  }
+  const size_t n = std::min(cap, size_t{128} << 20);
+  std::printf("# one %zu MiB copy split over streams, GB/s (median of 20): 1 | 2 | 3 | 4 parts\n", n >> 20);
+  std::vector<Copy> all(copies);
+  all.push_back({"both ways", nullptr, nullptr});  // the first two at once, each split
+  for (const Copy& c : all) {
+    std::printf("  %-14s", c.name);
+    for (int parts = 1; parts <= 4; ++parts) {
+      std::vector<double> t;
+      for (int it = 0; it < 23; ++it) {
+        double t0 = MPI_Wtime();
+        size_t per = (n / parts + 4095) / 4096 * 4096;
+        int ways = c.dst ? 1 : 2;
+        for (int w = 0; w < ways; ++w) {
+          const Copy& x = c.dst ? c : all[w];
+          for (int i = 0; i < parts; ++i) {
+            size_t off = per * i, len = std::min(per, n - off);
+            check(cudaMemcpyAsync(static_cast<char*>(x.dst) + off, static_cast<const char*>(x.src) + off, len,
+                                  cudaMemcpyDefault, st[w * 4 + i]), "copy");
+            check(cudaEventRecord(done[w * 4 + i], st[w * 4 + i]), "record");
+          }
+        }
+        for (int w = 0; w < ways; ++w)
+          for (int i = 0; i < parts; ++i) check(cudaEventSynchronize(done[w * 4 + i]), "sync");
+        if (it >= 3) t.push_back(MPI_Wtime() - t0);
+      }
+      std::printf(" %6.1f", (c.dst ? 1 : 2) * n / (median(t) * 1e-6) / 1e9);
+    }
+    std::printf("\n");
+  }
+  for (int i = 0; i < 8; ++i) {
+    cudaStreamDestroy(st[i]);
+    cudaEventDestroy(done[i]);
+  }
+}
+
+// One 128 MiB message from rank 1 to rank 0 moved by both GPUs at once: rank 0 pulls the first
+// part, rank 1 pushes the rest (each through its mapping of the other's buffer); GB/s (median of
+// 20, time from a barrier until both parts are done) by the share rank 1 pushes.
+void coop(int rank, void* mine, void* peer, size_t cap) {
+  const size_t n = std::min(cap, size_t{128} << 20);
+  cudaStream_t st;
+  check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+  if (rank == 0) std::printf("# one %zu MiB message moved by both GPUs, GB/s by the share pushed by the sender:", n >> 20);
+  for (int pct : {0, 30, 40, 50, 60, 100}) {
+    size_t pushed = n * pct / 100 / 4096 * 4096;
+    std::vector<double> t;
+    for (int it = 0; it < 23; ++it) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      if (rank == 0 && n > pushed)
+        check(cudaMemcpyAsync(mine, peer, n - pushed, cudaMemcpyDefault, st), "pull part");
+      if (rank == 1 && pushed)
+        check(cudaMemcpyAsync(static_cast<char*>(peer) + (n - pushed), static_cast<char*>(mine) + (n - pushed), pushed,
+                              cudaMemcpyDefault, st), "push part");
+      check(cudaStreamSynchronize(st), "sync");
+      double mine_t = MPI_Wtime() - t0, all = 0;
+      MPI_Allreduce(&mine_t, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (it >= 3) t.push_back(all);
+    }
+    if (rank == 0) std::printf(" %d%% %.1f", pct, n / (median(t) * 1e-6) / 1e9);
+  }
+  if (rank == 0) std::printf("\n");
+  cudaStreamDestroy(st);
+}
+
+__global__ void copyKernel(int4* __restrict__ dst, const int4* __restrict__ src, size_t n16) {
+  size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x, stride = size_t{gridDim.x} * blockDim.x;
+  for (; i + 3 * stride < n16; i += 4 * stride) {
+    int4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < n16; i += stride) dst[i] = src[i];
+}
+
+// The same 128 MiB moved by the GPU's SMs (a copy kernel, 16-byte loads) instead of a copy engine,
+// by grid size (blocks of 512 threads); GB/s, median of 20.
+void smCopy(std::initializer_list<Copy> copies, size_t cap) {
+  const size_t n = std::min(cap, size_t{128} << 20);
+  cudaStream_t st;
+  check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+  std::printf("# %zu MiB by a copy kernel, GB/s by blocks of 512 threads:", n >> 20);
+  for (const Copy& c : copies) {
+    std::printf("  %s", c.name);
+    for (int blocks : {16, 32, 66, 132, 264}) {
+      std::vector<double> t;
+      for (int it = 0; it < 23; ++it) {
+        double t0 = MPI_Wtime();
+        copyKernel<<<blocks, 512, 0, st>>>(static_cast<int4*>(c.dst), static_cast<const int4*>(c.src), n / 16);
+        check(cudaStreamSynchronize(st), "kernel");
+        if (it >= 3) t.push_back(MPI_Wtime() - t0);
+      }
+      std::printf(" %d:%.1f", blocks, n / (median(t) * 1e-6) / 1e9);
+    }
+  }
+  std::printf("\n");
+  cudaStreamDestroy(st);
+}
+
+// What single runtime and driver calls cost here (median of 2000, us): those on the path of every
+// small GPU message.
+void callCosts(cudaStream_t s, cudaEvent_t ev, void* dev, void* host) {
+  auto med = [](auto&& f) {
+    std::vector<double> t;
+    for (int i = 0; i < 2020; ++i) {
+      double t0 = MPI_Wtime();
+      f();
+      if (i >= 20) t.push_back(MPI_Wtime() - t0);
+    }
+    return median(t);
+  };
+  unsigned memType = 0, isManaged = 0;
+  int ordinal = -1;
+  unsigned long long bufferId = 0;
+  CUdeviceptr start = 0;
+  size_t range = 0;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* data[] = {&memType, &isManaged, &ordinal, &bufferId, &start, &range};
+  auto p = reinterpret_cast<CUdeviceptr>(static_cast<char*>(dev) + 4096);
+  double a6 = med([&] { cuPointerGetAttributes(6, attrs, data, p); });
+  double a3 = med([&] { cuPointerGetAttributes(3, attrs, data, p); });
+  double a1 = med([&] { cuPointerGetAttribute(&bufferId, CU_POINTER_ATTRIBUTE_BUFFER_ID, p); });
+  double ah = med([&] { cuPointerGetAttributes(3, attrs, data, reinterpret_cast<CUdeviceptr>(host)); });
+  int cur = 0;
+  double gd = med([&] { cudaGetDevice(&cur); });
+  double sd = med([&] { cudaSetDevice(cur); });
+  check(cudaStreamSynchronize(s), "sync");
+  double er = med([&] { cudaEventRecord(ev, s); });
+  check(cudaStreamSynchronize(s), "sync");
+  double eq = med([&] { cudaEventQuery(ev); });
+  double sq = med([&] { cudaStreamQuery(s); });
+  CUevent cev = reinterpret_cast<CUevent>(ev);
+  double deq = med([&] { cuEventQuery(cev); });
+  std::printf("# call costs, us: pointer attrs 6 %.3f, 3 %.3f, buffer id %.3f, host 3 %.3f | cudaGetDevice %.3f, "
+              "cudaSetDevice(same) %.3f | cudaEventRecord %.3f, cudaEventQuery(done) %.3f, cuEventQuery %.3f, "
+              "cudaStreamQuery(idle) %.3f\n",
+              a6, a3, a1, ah, gd, sd, er, eq, deq, sq);
 }
 
 }  // namespace
@@ -177,8 +453,14 @@ int main(int argc, char** argv) {
         cudaGraphDestroy(g);
       }
     }
+    callCosts(s, ev, mine2, host);
+    split({{"pull V<-peer", mine, peer}, {"push peer<-V", peer, mine}}, cap);
+    smCopy({{"pull V<-peer", mine, peer}, {"push peer<-V", peer, mine}}, cap);
+    completion(s, ev, iters, {{"pull V<-peer", mine, peer}, {"push peer<-V", peer, mine}, {"H2D D<-H", mine2, host},
+                              {"D2H H<-D", host, mine2}});
     std::fflush(stdout);
   }
+  coop(rank, mine, peer, cap);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return 0;
