@@ -63,6 +63,8 @@ std::unique_ptr<GpuPaths> GpuPaths::open(MPI_Comm world, std::uint64_t nonce, co
     c.ipcExport = p.ipcExport.yes;
     c.vmm = p.vmmFd.yes;
   }
+  g->ringShared_.reset(new std::atomic<std::uint64_t>[t.peers.size()]());
+  g->ringMapped_.reset(new std::atomic<std::uint64_t>[t.peers.size()]());
   g->slotBytes_ = std::max<std::size_t>(gBlock.get().value, 64 * 1024) & ~std::size_t{4095};
   // Every rank takes part in the link's wire-up or none does (settings may differ per rank).
 #if CGDR_HAVE_CUDA
@@ -122,7 +124,22 @@ sched::Caps GpuPaths::receiverCaps(int w, const GpuOffer& o, int device) {
   c.ipc = (o.flags & GpuOffer::kIpc) && gPeers[w].ipcImport;
   c.vmmZc = (o.flags & GpuOffer::kZc) && linked;
   // The ring must map here (it may not, e.g. where the GPU holding it is not visible): mapped once.
-  c.vmmStage = (o.flags & GpuOffer::kStage) && linked && peerRing(w, o.ringId, 1, device) != nullptr;
+  if ((o.flags & GpuOffer::kStage) && linked) {
+    if (device < 0) device = homeDevice();
+    // The link's answer for this ring and device never changes (mapped until finalize, or failed
+    // for good): kept as (ring id, device, answer), asked again only for another ring or device.
+    std::uint64_t key = o.ringId < (std::uint64_t{1} << 54) && device < 255
+                            ? o.ringId << 9 | static_cast<std::uint64_t>(device + 1) << 1
+                            : 0;  // beyond what the record holds: asked every time
+    std::atomic<std::uint64_t>& seen = ringMapped_[w];
+    std::uint64_t was = seen.load(std::memory_order_relaxed);
+    if (key && (was & ~std::uint64_t{1}) == key) {
+      c.vmmStage = was & 1;
+    } else {
+      c.vmmStage = peerRing(w, o.ringId, 1, device) != nullptr;
+      if (key) seen.store(key | (c.vmmStage ? 1 : 0), std::memory_order_relaxed);
+    }
+  }
   return c;
 }
 
@@ -273,6 +290,12 @@ void* GpuPaths::peerAddress(int w, const GpuOffer& o, sched::Channel c, int devi
 
 bool GpuPaths::ring(int w, int device, Ring* out) {
   if (!link_ || !link_->connected(w)) return false;
+  if (std::uint64_t known = ringShared_[w].load(std::memory_order_acquire)) {
+    out->base = ringBase_.load(std::memory_order_relaxed);
+    out->id = known;
+    out->slotBytes = slotBytes_;
+    return true;
+  }
   std::lock_guard lock(mutex_);
   if (ringFailed_) return false;
   mem::DeviceScope scope(device);
@@ -287,6 +310,8 @@ bool GpuPaths::ring(int w, int device, Ring* out) {
   out->base = static_cast<char*>(r->data());
   out->id = id.value();
   out->slotBytes = slotBytes_;
+  ringBase_.store(out->base, std::memory_order_relaxed);
+  ringShared_[w].store(out->id, std::memory_order_release);
   return true;
 }
 

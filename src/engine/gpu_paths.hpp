@@ -44,7 +44,8 @@ class GpuPaths {
   sched::PeerClass peerClass(int peerWorld) const;
   // What the pair can use for a contiguous GPU message (sender side: before any offer).
   sched::Caps senderCaps(int peerWorld) const;
-  // Receiver side, for a message with this offer (the offered ring must map on `device`).
+  // Receiver side, for a message with this offer (the offered ring must map on `device`; known
+  // after the first message, without asking the link again).
   sched::Caps receiverCaps(int peerWorld, const GpuOffer& o, int device);
 
   // Sender: fills the offer for n contiguous bytes of device memory at p sent to peerWorld;
@@ -74,7 +75,8 @@ class GpuPaths {
   // kCudaVmmZc), usable from `device`; nullptr if they cannot be reached.
   void* peerAddress(int peerWorld, const GpuOffer& o, sched::Channel c, int device);
 
-  // Sender: this rank's staging ring (created on first use on `device`) made known to the peer.
+  // Sender: this rank's staging ring (created on first use on `device`) made known to the peer;
+  // once it is, answered from a per-peer record without locks (every GPU offer asks).
   struct Ring {
     char* base = nullptr;
     std::uint64_t id = 0;  // as the peer knows it
@@ -123,6 +125,11 @@ class GpuPaths {
   // GPU UUIDs of this process's devices by ordinal, read on first use (mutex_ held).
   const std::uint8_t* uuidOf(int device);
   std::vector<std::vector<std::uint8_t>> uuids_;
+  // Per world rank: the id this rank's ring has at that peer (0: not shared yet; set once, as
+  // the ring lives until finalize), and (peer's ring id << 9 | (device + 1) << 1 | maps) of the
+  // last ring of that peer asked about (0: none yet).
+  std::unique_ptr<std::atomic<std::uint64_t>[]> ringShared_, ringMapped_;
+  std::atomic<char*> ringBase_{nullptr};
   std::atomic<int> home_{-1};
   std::size_t slotBytes_ = 0;
   std::uint32_t slots_ = 0;

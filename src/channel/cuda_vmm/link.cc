@@ -96,8 +96,9 @@ bool recvFd(int sock, FdMessage* m, int* fd) {
 
 base::Result<std::unique_ptr<Link>> Link::open(MPI_Comm world, std::uint64_t nonce, const std::vector<int>& local) {
   std::unique_ptr<Link> link(new Link);
-  int me = 0;
+  int me = 0, worldSize = 0;
   PMPI_Comm_rank(world, &me);
+  PMPI_Comm_size(world, &worldSize);
   bool active = local.size() > 1;
   std::string path = socketPath(nonce, me);
   int listener = -1;
@@ -127,7 +128,7 @@ base::Result<std::unique_ptr<Link>> Link::open(MPI_Comm world, std::uint64_t non
     if (!active || !problem.empty() || peer >= me) continue;
     int s = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     int who = -1;
-    if (s < 0 || !readAll(s, &who, sizeof who) || who < 0) {
+    if (s < 0 || !readAll(s, &who, sizeof who) || who < 0 || who >= worldSize) {
       problem = std::string("accept: ") + std::strerror(errno);
       if (s >= 0) close(s);
       break;
@@ -142,6 +143,8 @@ base::Result<std::unique_ptr<Link>> Link::open(MPI_Comm world, std::uint64_t non
     if (!problem.empty()) CGDR_LOG(kWarn, kCuda, "cuMem link: %s", problem.c_str());
     return base::Status(base::Errc::kSystem, problem.empty() ? "cuMem link failed on another rank" : problem);
   }
+  link->connected_.assign(static_cast<std::size_t>(worldSize), 0);
+  for (const auto& [peer, s] : link->socks_) link->connected_[static_cast<std::size_t>(peer)] = 1;
   return link;
 }
 
@@ -150,7 +153,9 @@ Link::~Link() {
   for (auto& [k, v] : pendingFds_) close(v.first);
 }
 
-bool Link::connected(int peer) const { return socks_.count(peer) != 0; }
+bool Link::connected(int peer) const {
+  return peer >= 0 && static_cast<std::size_t>(peer) < connected_.size() && connected_[static_cast<std::size_t>(peer)];
+}
 
 mem::VmmBuffer* Link::ring(int device, std::size_t slots, std::size_t slotBytes) {
   std::lock_guard lock(mutex_);

@@ -43,6 +43,7 @@ class Link {
   base::Status receiveFrom(int peer);
 
   std::map<int, int> socks_;                                    // peer world rank -> socket
+  std::vector<char> connected_;  // by world rank: has a socket (asked on every GPU message, no lock)
   std::map<std::pair<int, std::uint64_t>, std::uint64_t> sent_; // (peer, key) -> id sent
   std::map<std::pair<int, std::uint64_t>, Imported> imported_;  // (peer, id) -> mapping
   std::map<std::pair<int, std::uint64_t>, std::pair<int, std::size_t>> pendingFds_;  // received, unmapped
