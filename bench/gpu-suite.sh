@@ -146,7 +146,7 @@ if has probe 30; then
       pods2) r=$(timeout 40 "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
     esac
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
-    grep -E "trace|channels" <<<"$r" | sed 's/^.*stats: /  /' | tee -a "$summary"
+    grep -E "trace|channels|GPU copies" <<<"$r" | sed 's/^.*stats: /  /' | tee -a "$summary"
   done
 fi
 

@@ -78,8 +78,8 @@ void ShmEngine::stop() {
     if (!line.empty()) CGDR_LOG(kWarn, kShm, "stats: channels: %s", line.c_str());
     mem::CopyCounts cc = mem::copyCounts();
     if (cc.graph + cc.plain)
-      CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu", cc.graph, cc.repeated,
-               cc.plain);
+      CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu; completion asked %llu, "
+               "inferred from stream order %llu", cc.graph, cc.repeated, cc.plain, cc.asked, cc.inferred);
     mem::HeapStats hs = mem::heapStats();
     if (hs.served + hs.fallbacks)
       CGDR_LOG(kWarn, kShm, "stats: exportable heap: %zu cudaMalloc served (%zu fell back), %zu chunks of %zu MiB "
@@ -465,9 +465,10 @@ bool ShmEngine::step() {
     any = drainControl(*p) | any;
     any = drainMessages(*p) | any;
   }
+  mem::PollPass pass;  // the receives' copies share cgdr's streams: ask about each stream once
   for (std::size_t i = 0; i < copying_.size();) {
     ShmRecv* r = copying_[i];
-    if (!r->pollCopies()) {
+    if (!r->pollCopies(&pass)) {
       ++i;
       continue;
     }

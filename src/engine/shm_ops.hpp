@@ -105,7 +105,7 @@ class ShmRecv final : public base::Op {
   void onDevData(channel::shm::Peer& from, const channel::shm::CtlRecord& r);
   void onPushed(channel::shm::Peer& from, std::uint64_t len);
   // Retires finished GPU copies; true once none is in flight.
-  bool pollCopies();
+  bool pollCopies(mem::PollPass* pass = nullptr);
   void fail(const base::Status& s);
   // Mixed MPI_ANY_SOURCE: tries to take a message from the real MPI; true if it did.
   bool probeReal();

@@ -326,9 +326,9 @@ void ShmRecv::onDevData(shm::Peer& from, const shm::CtlRecord& r) {
   e_.watchCopies(this);
 }
 
-bool ShmRecv::pollCopies() {
+bool ShmRecv::pollCopies(mem::PollPass* pass) {
   shm::Endpoint& ep = e_.endpoint();
-  while (!inflight_.empty() && inflight_.front().copy.done()) {
+  while (!inflight_.empty() && inflight_.front().copy.done(pass)) {
     CopyBlock& b = inflight_.front();
     if (!b.copy.error().isOk()) {
       base::Status st = b.copy.error();

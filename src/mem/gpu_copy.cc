@@ -15,12 +15,13 @@
 
 namespace cgdr::mem {
 namespace {
-std::atomic<unsigned long long> gGraphCopies{0}, gRepeatedCopies{0}, gPlainCopies{0};
+std::atomic<unsigned long long> gGraphCopies{0}, gRepeatedCopies{0}, gPlainCopies{0}, gAsked{0}, gInferred{0};
 }  // namespace
 
 CopyCounts copyCounts() {
   return {gGraphCopies.load(std::memory_order_relaxed), gRepeatedCopies.load(std::memory_order_relaxed),
-          gPlainCopies.load(std::memory_order_relaxed)};
+          gPlainCopies.load(std::memory_order_relaxed), gAsked.load(std::memory_order_relaxed),
+          gInferred.load(std::memory_order_relaxed)};
 }
 
 #if CGDR_HAVE_CUDA
@@ -63,12 +64,28 @@ struct GraphCopy {
   int refusals = 0;     // consecutive copies it would not take
 };
 
+// Per stream, what is known of its copies in order: `issued` counts the copies put on it (a
+// copy's place, taken with its event recorded under `issue`, so places follow stream order);
+// every copy up to `doneUpTo` has finished (raised where a copy's event or the whole stream was
+// seen done).
+struct Order {
+  std::mutex issue;
+  std::atomic<std::uint64_t> issued{0}, doneUpTo{0};
+};
+
 struct Streams {
   std::mutex mutex;
   cudaStream_t s[kMaxDevices][4] = {};
   GraphCopy graphs[kMaxDevices][4];
+  Order order[kMaxDevices][4];
   std::vector<cudaEvent_t> events;
 };
+
+void raise(std::atomic<std::uint64_t>& a, std::uint64_t v) {
+  std::uint64_t cur = a.load(std::memory_order_relaxed);
+  while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+}
 
 Streams& streams() {
   static Streams* s = new Streams;  // outlives static destructors; the driver cleans up at exit
@@ -201,10 +218,17 @@ GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
   if (this != &o) {
     if (event_) (void)wait();
     event_ = o.event_;
+    stream_ = o.stream_;
+    seq_ = o.seq_;
     error_ = std::move(o.error_);
     o.event_ = nullptr;
   }
   return *this;
+}
+
+void GpuCopy::release() {
+  giveEvent(static_cast<cudaEvent_t>(event_));
+  event_ = nullptr;
 }
 
 GpuCopy::~GpuCopy() {
@@ -223,6 +247,8 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
   int mode = gGraph.get().index;
   bool viaGraph = (dir == CopyDir::kPeer || dir == CopyDir::kStage) && mode != kGraphOff &&
                   (issue == Issue::kGraph || mode == kGraphAlways);
+  Order& order = streams().order[device][static_cast<int>(dir)];
+  std::lock_guard issuing(order.issue);
   cudaError_t e = cudaSuccess;
   if (viaGraph && graphCopy(dst, src, n, device, dir, ids, s.value())) {
     gGraphCopies.fetch_add(1, std::memory_order_relaxed);
@@ -240,16 +266,48 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
     return cudaFail("cudaEventRecord", e);
   }
   event_ = ev.value();
+  stream_ = device * 4 + static_cast<int>(dir);
+  seq_ = order.issued.fetch_add(1, std::memory_order_release) + 1;
   return base::Status::ok();
 }
 
-bool GpuCopy::done() {
+bool GpuCopy::done(PollPass* pass) {
   if (!event_) return true;
+  Order* order = nullptr;
+  if (stream_ >= 0) {
+    order = &streams().order[stream_ / 4][stream_ % 4];
+    if (seq_ <= order->doneUpTo.load(std::memory_order_acquire)) {  // a later copy was seen done
+      gInferred.fetch_add(1, std::memory_order_relaxed);
+      release();
+      return true;
+    }
+    if (pass && pass->knownPending(stream_, seq_)) {  // an earlier one was not
+      gInferred.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  gAsked.fetch_add(1, std::memory_order_relaxed);
   cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event_));
-  if (e == cudaErrorNotReady) return false;
-  if (e != cudaSuccess) error_ = cudaFail("copy", e);
-  giveEvent(static_cast<cudaEvent_t>(event_));
-  event_ = nullptr;
+  if (e == cudaErrorNotReady) {
+    if (pass && stream_ >= 0) pass->notePending(stream_, seq_);
+    return false;
+  }
+  if (e != cudaSuccess) {
+    error_ = cudaFail("copy", e);
+  } else if (order) {
+    raise(order->doneUpTo, seq_);
+    // The second copy of this stream done in one pass: later ones may have finished as well (a
+    // window of messages pulled back to back), and one stream query answers for all of them.
+    // (Not on the first: where copies finish one by one, that query would mostly say "busy".)
+    std::uint64_t issued = order->issued.load(std::memory_order_acquire);
+    if (pass && issued > seq_ && pass->noteDone(stream_) == 2) {
+      cudaStream_t s = streams().s[stream_ / 4][stream_ % 4];
+      gAsked.fetch_add(1, std::memory_order_relaxed);
+      if (cudaStreamQuery(s) == cudaSuccess) raise(order->doneUpTo, issued);
+      else (void)cudaGetLastError();
+    }
+  }
+  release();
   return true;
 }
 
@@ -283,7 +341,8 @@ base::Status GpuCopy::start(void*, const void*, std::size_t n, int, CopyDir, Iss
   if (n == 0) return base::Status::ok();
   return base::Status(base::Errc::kUnsupported, "GPU copy in a build without CUDA");
 }
-bool GpuCopy::done() { return true; }
+bool GpuCopy::done(PollPass*) { return true; }
+void GpuCopy::release() {}
 base::Status GpuCopy::wait() { return error_; }
 base::Status copySync(void*, const void*, std::size_t n, int, CopyDir) {
   if (n == 0) return base::Status::ok();

@@ -36,6 +36,50 @@ inline std::uint64_t copyId(std::uint64_t a, std::uint64_t b) {
   return h ? h : 1;
 }
 
+// What one pass of a poller over many copies has learnt. Asking the driver whether a copy is
+// done costs ~1.3 us here (bench/vis_probe.cu, "call costs"); a stream runs its copies in order,
+// so once a copy is found unfinished, every later copy on its stream is unfinished too and is
+// not asked about again in the same pass. And where a pass finds a second copy of a stream
+// done, more have likely finished together (a window of small messages): the stream is asked
+// once for all of them. Lives for one pass only (a copy found unfinished may finish right after).
+class PollPass {
+ public:
+  bool knownPending(int stream, std::uint64_t seq) const {
+    const Mark* m = find(stream);
+    return m && m->pending && m->pending <= seq;
+  }
+  void notePending(int stream, std::uint64_t seq) {
+    if (Mark* m = mark(stream))
+      if (!m->pending || seq < m->pending) m->pending = seq;
+  }
+  // Counts a copy of `stream` seen done; returns how many were in this pass.
+  int noteDone(int stream) {
+    Mark* m = mark(stream);
+    return m ? ++m->done : 1;
+  }
+
+ private:
+  static constexpr int kMarks = 8;  // streams remembered per pass (4 per GPU in use)
+  struct Mark {
+    int stream;
+    std::uint64_t pending;  // the earliest copy found unfinished (0: none)
+    int done;
+  };
+  const Mark* find(int stream) const {
+    for (int i = 0; i < n_; ++i)
+      if (marks_[i].stream == stream) return &marks_[i];
+    return nullptr;
+  }
+  Mark* mark(int stream) {
+    if (const Mark* m = find(stream)) return const_cast<Mark*>(m);
+    if (n_ == kMarks) return nullptr;  // not remembered: its copies are asked as without a pass
+    marks_[n_] = {stream, 0, 0};
+    return &marks_[n_++];
+  }
+  Mark marks_[kMarks];
+  int n_ = 0;
+};
+
 // One asynchronous copy; completion is polled or waited for. Move-only.
 class GpuCopy {
  public:
@@ -51,8 +95,10 @@ class GpuCopy {
   // issued as a plain copy.
   base::Status start(void* dst, const void* src, std::size_t n, int device, CopyDir dir,
                      Issue issue = Issue::kMemcpy, CopyIds ids = {});
-  // True once the copy finished (or none was started). Errors surface in wait().
-  bool done();
+  // True once the copy finished (or none was started). Errors surface in error() and wait().
+  // Answered without the driver where a later copy on the same stream was seen done, or (with
+  // `pass`) an earlier one was seen unfinished in the same pass.
+  bool done(PollPass* pass = nullptr);
   // Blocks until finished; reports a failed copy.
   base::Status wait();
   bool pending() const { return event_ != nullptr; }
@@ -60,14 +106,19 @@ class GpuCopy {
   const base::Status& error() const { return error_; }
 
  private:
+  void release();           // gives the event back
   void* event_ = nullptr;  // cudaEvent_t
+  int stream_ = -1;        // which of cgdr's streams (device * 4 + direction)
+  std::uint64_t seq_ = 0;  // its place on that stream (1, 2, ...)
   base::Status error_;
 };
 
 // Copies issued through the copy graphs (of which `repeated` launched a graph unchanged), and
 // plainly, by this process so far (CGDR_STATS).
+// `asked`: completions asked of the driver (event or stream queries), `inferred`: answered from
+// a stream's order instead (PollPass, GpuCopy::done).
 struct CopyCounts {
-  unsigned long long graph = 0, repeated = 0, plain = 0;
+  unsigned long long graph = 0, repeated = 0, plain = 0, asked = 0, inferred = 0;
 };
 CopyCounts copyCounts();
 

@@ -1,0 +1,163 @@
+// Completion of cgdr's asynchronous GPU copies as inferred from stream order (skipped without a
+// GPU): a copy is reported done without asking the driver only where a later copy on its stream
+// was seen done (or the whole stream was, asked once a pass found two of its copies done), a poll
+// pass asks about a stream once while its oldest copy runs, and whatever is reported done has
+// landed, byte for byte.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "base/cuda.hpp"
+#include "mem/gpu_copy.hpp"
+
+using namespace cgdr;
+
+namespace {
+
+class GpuCopyOrder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!base::cuda::usable()) GTEST_SKIP() << "no usable GPU: " << base::cuda::whyUnusable();
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  }
+};
+
+// Byte i of copy k: differs per copy and per offset.
+std::uint8_t pattern(int k, std::size_t i) { return static_cast<std::uint8_t>((i * 131 + k * 29 + (i >> 9)) ^ (k << 3)); }
+
+// k small copies of odd sizes from one device buffer into another, each with its own pattern.
+struct Smalls {
+  static constexpr int kCount = 16;
+  std::vector<std::size_t> size, offset;
+  char* src = nullptr;
+  char* dst = nullptr;
+  std::size_t total = 0;
+
+  Smalls() {
+    const std::size_t sizes[] = {1, 3, 255, 4096 + 5, 65536 + 13, 7, 1 << 20, 100003};
+    for (int k = 0; k < kCount; ++k) {
+      size.push_back(sizes[k % 8]);
+      offset.push_back(total);
+      total += (size.back() + 511) / 512 * 512;
+    }
+    EXPECT_EQ(cudaMalloc(&src, total), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&dst, total), cudaSuccess);
+    EXPECT_EQ(cudaMemset(dst, 0, total), cudaSuccess);
+    std::vector<std::uint8_t> h(total, 0);
+    for (int k = 0; k < kCount; ++k)
+      for (std::size_t i = 0; i < size[k]; ++i) h[offset[k] + i] = pattern(k, i);
+    EXPECT_EQ(cudaMemcpy(src, h.data(), total, cudaMemcpyHostToDevice), cudaSuccess);
+    // The memset and the pageable upload may still run on the legacy stream, which cgdr's
+    // non-blocking streams do not wait for.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  ~Smalls() {
+    cudaFree(src);
+    cudaFree(dst);
+  }
+  base::Status start(mem::GpuCopy& c, int k) {
+    return c.start(dst + offset[k], src + offset[k], size[k], 0, mem::CopyDir::kPeer);
+  }
+  // Every byte of copy k has landed (read on the legacy stream, which does not wait for cgdr's).
+  void expectLanded(int k) {
+    std::vector<std::uint8_t> h(size[k]);
+    ASSERT_EQ(cudaMemcpy(h.data(), dst + offset[k], size[k], cudaMemcpyDeviceToHost), cudaSuccess);
+    for (std::size_t i = 0; i < size[k]; ++i)
+      if (h[i] != pattern(k, i)) FAIL() << "copy " << k << " byte " << i << " of " << size[k] << " not landed";
+  }
+};
+
+}  // namespace
+
+TEST_F(GpuCopyOrder, LaterCopySeenDoneAnswersForEarlierOnes) {
+  Smalls s;
+  std::vector<mem::GpuCopy> c(Smalls::kCount);
+  for (int k = 0; k < Smalls::kCount; ++k) ASSERT_TRUE(s.start(c[k], k).isOk());
+  while (!c.back().done()) {
+  }
+  mem::CopyCounts before = mem::copyCounts();
+  for (int k = 0; k + 1 < Smalls::kCount; ++k) {
+    EXPECT_TRUE(c[k].pending());
+    EXPECT_TRUE(c[k].done()) << "copy " << k;
+    EXPECT_FALSE(c[k].pending()) << "copy " << k << " kept its event";
+    EXPECT_TRUE(c[k].error().isOk());
+  }
+  mem::CopyCounts after = mem::copyCounts();
+  EXPECT_EQ(after.asked - before.asked, 0u) << "the driver was asked although a later copy was seen done; inferred "
+                                            << after.inferred - before.inferred;
+  EXPECT_EQ(after.inferred - before.inferred, static_cast<unsigned long long>(Smalls::kCount - 1));
+  for (int k = 0; k < Smalls::kCount; ++k) s.expectLanded(k);
+}
+
+TEST_F(GpuCopyOrder, IdleStreamAnswersForLaterCopies) {
+  Smalls s;
+  std::vector<mem::GpuCopy> c(Smalls::kCount);
+  for (int k = 0; k < Smalls::kCount; ++k) ASSERT_TRUE(s.start(c[k], k).isOk());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // every copy has finished
+  mem::CopyCounts before = mem::copyCounts();
+  mem::PollPass pass;
+  for (int k = 0; k < Smalls::kCount; ++k) EXPECT_TRUE(c[k].done(&pass)) << "copy " << k;
+  mem::CopyCounts after = mem::copyCounts();
+  // The first two ask their events, the second then the stream once; the rest follow from that.
+  EXPECT_EQ(after.asked - before.asked, 3u) << "inferred " << after.inferred - before.inferred;
+  EXPECT_EQ(after.inferred - before.inferred, static_cast<unsigned long long>(Smalls::kCount - 2))
+      << "asked " << after.asked - before.asked;
+  for (int k = 0; k < Smalls::kCount; ++k) s.expectLanded(k);
+}
+
+TEST_F(GpuCopyOrder, PassAsksOncePerStreamAndDoneMeansLanded) {
+  // A long copy first, then the small ones behind it on the same stream.
+  const std::size_t big = std::size_t{512} << 20;
+  char *bsrc = nullptr, *bdst = nullptr;
+  ASSERT_EQ(cudaMalloc(&bsrc, big), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&bdst, big), cudaSuccess);
+  std::vector<std::uint8_t> h(big);
+  for (std::size_t i = 0; i < big; ++i) h[i] = pattern(99, i);
+  ASSERT_EQ(cudaMemcpy(bsrc, h.data(), big, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(bdst, 0, big), cudaSuccess);
+  Smalls s;  // (synchronizes the device: the uploads above have landed)
+  std::vector<mem::GpuCopy> c(Smalls::kCount + 1);
+  ASSERT_TRUE(c[0].start(bdst, bsrc, big, 0, mem::CopyDir::kPeer).isOk());
+  for (int k = 0; k < Smalls::kCount; ++k) ASSERT_TRUE(s.start(c[k + 1], k).isOk());
+
+  mem::CopyCounts before = mem::copyCounts();
+  mem::PollPass first;
+  bool bigDone = c[0].done(&first);
+  if (!bigDone) {  // the usual case: 512 MiB take far longer than issuing 16 copies
+    for (std::size_t k = 1; k < c.size(); ++k) EXPECT_FALSE(c[k].done(&first)) << "copy " << k;
+    mem::CopyCounts after = mem::copyCounts();
+    EXPECT_EQ(after.asked - before.asked, 1u) << "one question per stream and pass; inferred "
+                                              << after.inferred - before.inferred;
+    EXPECT_EQ(after.inferred - before.inferred, static_cast<unsigned long long>(Smalls::kCount));
+  } else {
+    GTEST_LOG_(INFO) << "the long copy finished before the first poll: the pass had nothing to skip";
+  }
+  // Poll newest first with a fresh pass each round until all are done; whatever is reported done
+  // must have landed, and with it everything before it on the stream.
+  std::vector<bool> seen(c.size(), false);
+  seen[0] = bigDone;
+  for (bool all = false; !all;) {
+    mem::PollPass pass;
+    all = true;
+    for (std::size_t k = c.size(); k-- > 0;) {
+      if (seen[k]) continue;
+      if (!c[k].done(&pass)) {
+        all = false;
+        continue;
+      }
+      seen[k] = true;
+      for (std::size_t j = 1; j <= k; ++j) s.expectLanded(static_cast<int>(j - 1));
+      std::vector<std::uint8_t> back(big);
+      ASSERT_EQ(cudaMemcpy(back.data(), bdst, big, cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(std::memcmp(back.data(), h.data(), big), 0) << "copy " << k << " reported done before the long copy landed";
+      break;  // one full check per newly finished copy keeps this quick
+    }
+  }
+  for (auto& x : c) EXPECT_TRUE(x.error().isOk());
+  cudaFree(bsrc);
+  cudaFree(bdst);
+}
