@@ -171,6 +171,10 @@ GpuPaths::Export* GpuPaths::exportOf(const void* p, std::size_t n, bool zc, cons
   if (a.type != base::cuda::PointerAttrs::Type::kDevice || !a.bufferId || !a.rangeStart) return nullptr;
   Export& e = exports_[a.rangeStart];
   if (e.bufferId != a.bufferId) {  // first use, or freed and allocated again at this address
+    if (e.zcShared && link_) {     // the old one is gone: its peers drop their mappings
+      link_->unshare(e.bufferId);
+      sharedZc_.erase(e.bufferId);
+    }
     e = Export{};
     e.bufferId = a.bufferId;
     e.rangeSize = a.rangeSize;
@@ -223,10 +227,36 @@ void GpuPaths::describe(int w, const void* p, std::size_t n, const mem::MemInfo&
     return x.fd;
   });
   if (!id.isOk()) return;
+  if (!e.zcShared) {
+    e.zcShared = true;
+    sharedZc_[e.bufferId] = e.zcBase;
+    if (++sharedSinceSweep_ >= kSweepEvery) releaseFreedShares();
+  }
   o->zcId = id.value();
   o->zcSize = size;
   o->zcOffset = addr - e.zcBase;
   o->flags |= GpuOffer::kZc;
+}
+
+void GpuPaths::releaseFreedShares() {
+  sharedSinceSweep_ = 0;
+  for (auto it = sharedZc_.begin(); it != sharedZc_.end();) {
+    base::cuda::PointerAttrs a;
+    const void* base = reinterpret_cast<const void*>(it->second);
+    bool alive = base::cuda::queryPointer(base, true, &a) && a.type == base::cuda::PointerAttrs::Type::kDevice &&
+                 a.bufferId == it->first;
+    if (alive) {
+      ++it;
+      continue;
+    }
+    link_->unshare(it->first);
+    for (auto e = exports_.begin(); e != exports_.end(); ++e)
+      if (e->second.bufferId == it->first) {
+        exports_.erase(e);
+        break;
+      }
+    it = sharedZc_.erase(it);
+  }
 }
 
 const std::uint8_t* GpuPaths::uuidOf(int device) {

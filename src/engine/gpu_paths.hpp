@@ -86,6 +86,13 @@ class GpuPaths {
   // Receiver: the peer's ring `id`, mapped (at least `need` bytes), usable from `device`.
   void* peerRing(int peerWorld, std::uint64_t id, std::size_t need, int device);
   std::size_t slotBytes() const { return slotBytes_; }
+  // Reads what peers sent over the cuMem link without waiting (releases of freed memory); the
+  // engine calls it now and then.
+  void drainLink() {
+    if (link_) link_->drain();
+  }
+  // Peers' allocations mapped here now, and mappings dropped because their owner freed them.
+  channel::cuda_vmm::Link::Counts linkCounts() { return link_ ? link_->counts() : channel::cuda_vmm::Link::Counts{}; }
   // The GPU this rank copies with when neither buffer is on a GPU of its own (a host receive of a
   // GPU message): the first GPU its buffers were seen on, else the caller's current device. One
   // device for all such copies, as peer memory is mapped for one device.
@@ -114,9 +121,17 @@ class GpuPaths {
     bool ipcOk = false;
     channel::cuda_ipc::Handle ipc{};
     bool zcChecked = false, zcOk = false;
+    bool zcShared = false;  // its fd went to a peer (a release is due once it is freed)
     std::uint64_t zcBase = 0;
     std::size_t zcSize = 0;
   };
+  // Allocations of this rank whose fds went to peers, by buffer id (their base address): checked
+  // every kSweepEvery new ones, and those freed meanwhile are released at their peers (an
+  // allocation freed and made again at the same address is noticed at once, by exportOf).
+  static constexpr std::size_t kSweepEvery = 16;
+  void releaseFreedShares();  // mutex_ held
+  std::unordered_map<std::uint64_t, std::uint64_t> sharedZc_;
+  std::size_t sharedSinceSweep_ = 0;
   // The export state of the allocation holding [p, p+n) (mutex_ held); nullptr for memory that
   // is not plain device memory. zc: also check cuMem exportability (once per allocation).
   Export* exportOf(const void* p, std::size_t n, bool zc, const mem::MemInfo& known);

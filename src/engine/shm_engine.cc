@@ -80,6 +80,12 @@ void ShmEngine::stop() {
     if (cc.graph + cc.plain)
       CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu; completion asked %llu, "
                "inferred from stream order %llu", cc.graph, cc.repeated, cc.plain, cc.asked, cc.inferred);
+    if (e->gpu_) {
+      auto lc = e->gpu_->linkCounts();
+      if (lc.held + lc.released)
+        CGDR_LOG(kWarn, kShm, "stats: peers' cuMem memory: %zu mappings held at exit, %zu dropped when freed",
+                 lc.held, lc.released);
+    }
     mem::HeapStats hs = mem::heapStats();
     if (hs.served + hs.fallbacks)
       CGDR_LOG(kWarn, kShm, "stats: exportable heap: %zu cudaMalloc served (%zu fell back), %zu chunks of %zu MiB "
@@ -478,6 +484,8 @@ bool ShmEngine::step() {
   flushCtl();
   pumpSends();
   if (!adopted_.empty()) reapAdopted();
+  // Now and then, what peers sent over the cuMem link (releases of memory they freed).
+  if (gpu_ && (++steps_ & 4095) == 0) gpu_->drainLink();
   return any;
 }
 

@@ -208,6 +208,7 @@ class ShmEngine {
   CtxQueues* lastQueues_ = nullptr;
   std::size_t eagerLimit_ = 0, eagerCredit_ = 0;
   bool inProgress_ = false;
+  std::uint32_t steps_ = 0;  // progress steps, for what is done only now and then
 };
 
 }  // namespace cgdr::engine

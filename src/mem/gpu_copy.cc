@@ -321,6 +321,19 @@ base::Status GpuCopy::wait() {
   return error_;
 }
 
+void quiesceCopies() {
+  Streams& st = streams();
+  std::vector<cudaStream_t> all;
+  {
+    std::lock_guard lock(st.mutex);
+    for (auto& perDevice : st.s)
+      for (cudaStream_t s : perDevice)
+        if (s) all.push_back(s);
+  }
+  for (cudaStream_t s : all)
+    if (cudaStreamSynchronize(s) != cudaSuccess) (void)cudaGetLastError();  // errors surface with the copies
+}
+
 base::Status copySync(void* dst, const void* src, std::size_t n, int device, CopyDir dir) {
   GpuCopy c;
   base::Status s = c.start(dst, src, n, device, dir);
@@ -342,6 +355,7 @@ base::Status GpuCopy::start(void*, const void*, std::size_t n, int, CopyDir, Iss
   return base::Status(base::Errc::kUnsupported, "GPU copy in a build without CUDA");
 }
 bool GpuCopy::done(PollPass*) { return true; }
+void quiesceCopies() {}
 void GpuCopy::release() {}
 base::Status GpuCopy::wait() { return error_; }
 base::Status copySync(void*, const void*, std::size_t n, int, CopyDir) {

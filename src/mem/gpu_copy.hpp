@@ -122,6 +122,10 @@ struct CopyCounts {
 };
 CopyCounts copyCounts();
 
+// Waits until every copy cgdr has put on its streams so far has finished (before memory such
+// copies may read goes away).
+void quiesceCopies();
+
 // Synchronous copy (both directions) used by blocking paths.
 base::Status copySync(void* dst, const void* src, std::size_t n, int device, CopyDir dir);
 

@@ -69,6 +69,11 @@ for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
 done
 run "pods, stress with device buffers" -n 2 --gpus "0;1" -- "$T/stress" --seed 11 --rounds 10 --kinds DD,DH,HD > /dev/null
 run "pods, freed and re-allocated buffers" -n 2 --gpus "0;1" -- "$T/gpu_realloc" --kinds DD,VV,VD > /dev/null
+# A fresh exportable buffer per message, freed after it: the peer drops its mapping of each freed
+# one instead of holding its GPU memory until MPI_Finalize.
+out=$(run "pods, freed exportable buffers released" -n 2 --gpus "0;1" -- "$T/gpu_realloc" --kinds VV --rounds 40)
+grep -q "peers' cuMem memory: [0-9] mappings held at exit, [1-9][0-9]* dropped when freed" <<<"$out" ||
+  fail "pods: mappings of freed exportable buffers were kept: $(grep "peers' cuMem" <<<"$out" | head -2)"
 # cudaMalloc of a program linked with the shared CUDA runtime: across PID namespaces auto serves it
 # from the exportable heap, so device messages go zero-copy (not staged); =off keeps the runtime's.
 out=$(run "pods, cudaMalloc from the exportable heap" -n 2 --gpus "0;1" -- "$T/gpu_heap" --expect heap)

@@ -10,13 +10,18 @@
 
 #include "base/log.hpp"
 #include "base/shm_file.hpp"
+#include "mem/gpu_copy.hpp"
 
 namespace cgdr::channel::cuda_vmm {
 namespace {
 
+// What travels on a pair's socket: an allocation's fd (kFd, with SCM_RIGHTS) or the news that
+// one shared earlier is gone (kRelease, no fd): the peer drops its mapping.
 struct FdMessage {
+  enum : std::uint64_t { kFd = 0, kRelease = 1 };
   std::uint64_t id;
   std::uint64_t size;
+  std::uint64_t kind;
 };
 
 std::string socketPath(std::uint64_t nonce, int rank) {
@@ -74,7 +79,27 @@ bool sendFd(int sock, const FdMessage& m, int fd) {
   return sendmsg(sock, &h, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof m);
 }
 
-bool recvFd(int sock, FdMessage* m, int* fd) {
+// A peer that has not read for so long that its socket is full does not make this wait: the
+// release is dropped and the peer keeps that mapping until MPI_Finalize (as without releases).
+// Once the first bytes went, the rest must follow (waiting), or the stream would break.
+bool sendRelease(int sock, std::uint64_t id) {
+  FdMessage m{id, 0, FdMessage::kRelease};
+  const char* p = reinterpret_cast<const char*>(&m);
+  std::size_t done = 0;
+  while (done < sizeof m) {
+    ssize_t w = send(sock, p + done, sizeof m - done, MSG_NOSIGNAL | (done ? 0 : MSG_DONTWAIT));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+enum class Got { kMessage, kNone, kBroken };
+
+// One message (a kFd one with its fd in *fd, else -1). `wait`: block until one is there; else
+// kNone when none is (a message already begun is read to its end).
+Got recvMessage(int sock, FdMessage* m, int* fd, bool wait) {
   char control[CMSG_SPACE(sizeof(int))] = {};
   iovec iov{m, sizeof *m};
   msghdr h{};
@@ -83,13 +108,23 @@ bool recvFd(int sock, FdMessage* m, int* fd) {
   h.msg_control = control;
   h.msg_controllen = sizeof control;
   ssize_t r;
-  do r = recvmsg(sock, &h, MSG_CMSG_CLOEXEC); while (r < 0 && errno == EINTR);
-  if (r != static_cast<ssize_t>(sizeof *m)) return false;
-  cmsghdr* c = CMSG_FIRSTHDR(&h);
-  if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
-    return false;
-  std::memcpy(fd, CMSG_DATA(c), sizeof *fd);
-  return true;
+  do r = recvmsg(sock, &h, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT)); while (r < 0 && errno == EINTR);
+  if (r < 0 && !wait && (errno == EAGAIN || errno == EWOULDBLOCK)) return Got::kNone;
+  *fd = -1;
+  cmsghdr* c = r > 0 ? CMSG_FIRSTHDR(&h) : nullptr;
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+    std::memcpy(fd, CMSG_DATA(c), sizeof *fd);
+  if (r > 0 && r < static_cast<ssize_t>(sizeof *m) &&
+      readAll(sock, reinterpret_cast<char*>(m) + r, sizeof *m - static_cast<std::size_t>(r)))
+    r = sizeof *m;
+  bool whole = r == static_cast<ssize_t>(sizeof *m) && !(h.msg_flags & MSG_CTRUNC);
+  bool fits = whole && (m->kind == FdMessage::kFd ? *fd >= 0 : m->kind == FdMessage::kRelease && *fd < 0);
+  if (!fits) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+    return Got::kBroken;
+  }
+  return Got::kMessage;
 }
 
 }  // namespace
@@ -177,20 +212,67 @@ base::Result<std::uint64_t> Link::share(int peer, std::uint64_t key, std::size_t
   int fd = makeFd();
   if (fd < 0) return base::Status(base::Errc::kCuda, "cannot export the allocation as a file descriptor");
   std::uint64_t id = nextId_++;
-  bool ok = sendFd(s->second, {id, size}, fd);
+  bool ok = sendFd(s->second, {id, size, FdMessage::kFd}, fd);
   close(fd);
   if (!ok) return base::Status(base::Errc::kSystem, std::string("sending a cuMem fd: ") + std::strerror(errno));
   sent_[{peer, key}] = id;
   return id;
 }
 
-base::Status Link::receiveFrom(int peer) {
+std::size_t Link::unshare(std::uint64_t key) {
+  std::lock_guard lock(mutex_);
+  std::size_t told = 0;
+  for (const auto& [peer, sock] : socks_) {
+    auto it = sent_.find({peer, key});
+    if (it == sent_.end()) continue;
+    if (sendRelease(sock, it->second)) ++told;
+    sent_.erase(it);
+  }
+  return told;
+}
+
+base::Status Link::receiveFrom(int peer, bool wait, bool* got) {
   FdMessage m;
   int fd = -1;
-  if (!recvFd(socks_.at(peer), &m, &fd))
+  *got = false;
+  Got g = recvMessage(socks_.at(peer), &m, &fd, wait);
+  if (g == Got::kNone) return base::Status::ok();
+  if (g == Got::kBroken)
     return base::Status(base::Errc::kPeerLost, "cuMem link to rank " + std::to_string(peer) + " broken");
-  pendingFds_[{peer, m.id}] = {fd, m.size};
+  *got = true;
+  std::pair<int, std::uint64_t> k{peer, m.id};
+  if (m.kind == FdMessage::kFd) {
+    pendingFds_[k] = {fd, m.size};
+    return base::Status::ok();
+  }
+  // Released: the peer freed it after every message naming it completed, so no copy of this
+  // rank reads it any more (its completion was this rank's word to the peer); the copy streams
+  // are drained first all the same, as unmapping memory a copy still reads would fault.
+  if (auto it = pendingFds_.find(k); it != pendingFds_.end()) {
+    close(it->second.first);
+    pendingFds_.erase(it);
+  }
+  failed_.erase(k);
+  if (auto it = imported_.find(k); it != imported_.end()) {
+    mem::quiesceCopies();
+    imported_.erase(it);
+    ++released_;
+  }
   return base::Status::ok();
+}
+
+void Link::drain() {
+  std::lock_guard lock(mutex_);
+  for (const auto& [peer, sock] : socks_) {
+    bool got = true;
+    while (got)
+      if (!receiveFrom(peer, false, &got).isOk()) break;
+  }
+}
+
+Link::Counts Link::counts() {
+  std::lock_guard lock(mutex_);
+  return {imported_.size(), released_};
 }
 
 void* Link::mapping(int peer, std::uint64_t id, std::size_t size, int device) {
@@ -199,8 +281,9 @@ void* Link::mapping(int peer, std::uint64_t id, std::size_t size, int device) {
   if (it != imported_.end()) return it->second.size >= size ? it->second.map.data() : nullptr;
   if (!socks_.count(peer) || failed_.count({peer, id})) return nullptr;
   // Its fd was sent before the message naming it: read until it is here.
+  bool got = false;
   while (!pendingFds_.count({peer, id}))
-    if (!receiveFrom(peer).isOk()) return nullptr;
+    if (!receiveFrom(peer, true, &got).isOk()) return nullptr;
   auto [fd, bytes] = pendingFds_[{peer, id}];
   pendingFds_.erase({peer, id});
   if (bytes < size) {

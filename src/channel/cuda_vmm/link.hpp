@@ -33,6 +33,18 @@ class Link {
   // The mapping of a peer's allocation `id` (receiving its fd if needed), accessible from device.
   void* mapping(int peer, std::uint64_t id, std::size_t size, int device);
   bool connected(int peer) const;
+  // The allocation shared under `key` is gone (freed by this process): every peer it was sent to
+  // is told to drop its mapping, which otherwise holds the GPU memory until MPI_Finalize. Only
+  // once every message naming it has completed. Returns how many peers were told.
+  std::size_t unshare(std::uint64_t key);
+  // Reads what peers sent without waiting (fds, releases), so that releases take effect even
+  // where no new allocation is mapped.
+  void drain();
+  struct Counts {
+    std::size_t held = 0;      // peers' allocations mapped here now
+    std::size_t released = 0;  // mappings dropped because their peer freed the memory
+  };
+  Counts counts();
 
  private:
   Link() = default;
@@ -40,7 +52,8 @@ class Link {
     std::size_t size;
     mem::VmmBuffer map;
   };
-  base::Status receiveFrom(int peer);
+  // One message from the peer (waiting for it, or not: *got says whether one came).
+  base::Status receiveFrom(int peer, bool wait, bool* got);
 
   std::map<int, int> socks_;                                    // peer world rank -> socket
   std::vector<char> connected_;  // by world rank: has a socket (asked on every GPU message, no lock)
@@ -50,6 +63,7 @@ class Link {
   std::map<std::pair<int, std::uint64_t>, bool> failed_;        // could not be mapped here
   std::unique_ptr<mem::VmmBuffer> ring_;
   std::uint64_t nextId_ = 1;
+  std::size_t released_ = 0;
   std::mutex mutex_;
 };
 
