@@ -272,7 +272,7 @@ void Link::drain() {
 
 Link::Counts Link::counts() {
   std::lock_guard lock(mutex_);
-  return {imported_.size(), released_};
+  return {imported_.size(), released_, pendingFds_.size()};
 }
 
 void* Link::mapping(int peer, std::uint64_t id, std::size_t size, int device) {

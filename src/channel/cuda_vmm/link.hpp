@@ -43,6 +43,7 @@ class Link {
   struct Counts {
     std::size_t held = 0;      // peers' allocations mapped here now
     std::size_t released = 0;  // mappings dropped because their peer freed the memory
+    std::size_t pending = 0;   // fds received and not mapped (yet)
   };
   Counts counts();
 
