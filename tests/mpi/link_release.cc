@@ -1,7 +1,8 @@
 // The cuMem link's socket protocol without a GPU (the fds are memfds): an fd is sent once per
 // peer and key, unshare() tells exactly the peers it went to, and the receiving side, reading
 // without waiting, keeps the fds of live allocations and closes those released before they were
-// ever mapped; a key shared again after its release goes out anew. Two ranks.
+// ever mapped; a key shared again after its release goes out anew; asking for the mapping of a
+// released id answers "none" at once instead of waiting for an fd that never comes. Two ranks.
 #include <mpi.h>
 #include <dirent.h>
 #include <sys/mman.h>
@@ -50,6 +51,7 @@ int memfdOf(std::size_t bytes) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  alarm(120);  // a wait for an fd that never comes fails the test instead of hanging it
   int me = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -97,6 +99,7 @@ int main(int argc, char** argv) {
     CHECK(anew.isOk() && anew.value() != ids[0], "key 100 shared again kept its old id");
     CHECK(openFds() == fdsBefore, "the sender kept fds open (%d, before %d)", openFds(), fdsBefore);
   }
+  MPI_Bcast(ids, kKeys, MPI_UINT64_T, 0, MPI_COMM_WORLD);  // rank 0's ids, for rank 1's asks
   MPI_Barrier(MPI_COMM_WORLD);  // everything above is in rank 1's socket now
   if (me == 1) {
     Link::Counts c = link.counts();
@@ -110,6 +113,11 @@ int main(int argc, char** argv) {
     CHECK(openFds() == fdsBefore + 4, "open fds %d, expected %d (released ones closed)", openFds(), fdsBefore + 4);
     link.drain();  // nothing more: returns at once
     CHECK(link.counts().pending == 4, "a second drain changed what is pending");
+    // A stale offer naming a released allocation finds nothing (and does not wait).
+    for (int k = 0; k < kKeys; k += 2)
+      CHECK(link.mapping(0, ids[k], 1, 0) == nullptr, "released id %llu still maps",
+            static_cast<unsigned long long>(ids[k]));
+    CHECK(link.counts().pending == 4, "asking for released ids changed what is pending");
   }
   MPI_Barrier(MPI_COMM_WORLD);
   int all = 0;

@@ -243,6 +243,8 @@ base::Status Link::receiveFrom(int peer, bool wait, bool* got) {
   std::pair<int, std::uint64_t> k{peer, m.id};
   if (m.kind == FdMessage::kFd) {
     pendingFds_[k] = {fd, m.size};
+    std::uint64_t& last = lastFdId_[peer];
+    if (m.id > last) last = m.id;
     return base::Status::ok();
   }
   // Released: the peer freed it after every message naming it completed, so no copy of this
@@ -280,6 +282,10 @@ void* Link::mapping(int peer, std::uint64_t id, std::size_t size, int device) {
   auto it = imported_.find({peer, id});
   if (it != imported_.end()) return it->second.size >= size ? it->second.map.data() : nullptr;
   if (!socks_.count(peer) || failed_.count({peer, id})) return nullptr;
+  // Ids of a peer's fds only grow: an id at or below the last fd read that is not pending was
+  // released (its owner freed it: an offer naming it can only be a stale one) and never comes.
+  if (auto last = lastFdId_.find(peer); last != lastFdId_.end() && id <= last->second && !pendingFds_.count({peer, id}))
+    return nullptr;
   // Its fd was sent before the message naming it: read until it is here.
   bool got = false;
   while (!pendingFds_.count({peer, id}))

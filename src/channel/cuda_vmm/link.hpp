@@ -62,6 +62,7 @@ class Link {
   std::map<std::pair<int, std::uint64_t>, Imported> imported_;  // (peer, id) -> mapping
   std::map<std::pair<int, std::uint64_t>, std::pair<int, std::size_t>> pendingFds_;  // received, unmapped
   std::map<std::pair<int, std::uint64_t>, bool> failed_;        // could not be mapped here
+  std::map<int, std::uint64_t> lastFdId_;                       // peer -> highest id of an fd read
   std::unique_ptr<mem::VmmBuffer> ring_;
   std::uint64_t nextId_ = 1;
   std::size_t released_ = 0;
