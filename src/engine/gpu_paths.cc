@@ -171,10 +171,7 @@ GpuPaths::Export* GpuPaths::exportOf(const void* p, std::size_t n, bool zc, cons
   if (a.type != base::cuda::PointerAttrs::Type::kDevice || !a.bufferId || !a.rangeStart) return nullptr;
   Export& e = exports_[a.rangeStart];
   if (e.bufferId != a.bufferId) {  // first use, or freed and allocated again at this address
-    if (e.zcShared && link_) {     // the old one is gone: its peers drop their mappings
-      link_->unshare(e.bufferId);
-      sharedZc_.erase(e.bufferId);
-    }
+    if (e.zcShared && link_) link_->unshare(e.bufferId);  // the old one is gone: peers drop it
     e = Export{};
     e.bufferId = a.bufferId;
     e.rangeSize = a.rangeSize;
@@ -229,7 +226,6 @@ void GpuPaths::describe(int w, const void* p, std::size_t n, const mem::MemInfo&
   if (!id.isOk()) return;
   if (!e.zcShared) {
     e.zcShared = true;
-    sharedZc_[e.bufferId] = e.zcBase;
     if (++sharedSinceSweep_ >= kSweepEvery) releaseFreedShares();
   }
   o->zcId = id.value();
@@ -240,22 +236,17 @@ void GpuPaths::describe(int w, const void* p, std::size_t n, const mem::MemInfo&
 
 void GpuPaths::releaseFreedShares() {
   sharedSinceSweep_ = 0;
-  for (auto it = sharedZc_.begin(); it != sharedZc_.end();) {
+  for (auto it = exports_.begin(); it != exports_.end();) {
+    const Export& e = it->second;
     base::cuda::PointerAttrs a;
-    const void* base = reinterpret_cast<const void*>(it->second);
-    bool alive = base::cuda::queryPointer(base, true, &a) && a.type == base::cuda::PointerAttrs::Type::kDevice &&
-                 a.bufferId == it->first;
-    if (alive) {
+    bool gone = e.zcShared && !(base::cuda::queryPointer(reinterpret_cast<const void*>(e.zcBase), true, &a) &&
+                                a.type == base::cuda::PointerAttrs::Type::kDevice && a.bufferId == e.bufferId);
+    if (!gone) {
       ++it;
       continue;
     }
-    link_->unshare(it->first);
-    for (auto e = exports_.begin(); e != exports_.end(); ++e)
-      if (e->second.bufferId == it->first) {
-        exports_.erase(e);
-        break;
-      }
-    it = sharedZc_.erase(it);
+    link_->unshare(e.bufferId);
+    it = exports_.erase(it);
   }
 }
 

@@ -125,12 +125,11 @@ class GpuPaths {
     std::uint64_t zcBase = 0;
     std::size_t zcSize = 0;
   };
-  // Allocations of this rank whose fds went to peers, by buffer id (their base address): checked
-  // every kSweepEvery new ones, and those freed meanwhile are released at their peers (an
-  // allocation freed and made again at the same address is noticed at once, by exportOf).
+  // The exports whose fds went to peers (zcShared) are checked every kSweepEvery new ones, and
+  // those freed meanwhile are released at their peers and forgotten (an allocation freed and made
+  // again at the same address is noticed at once, by exportOf).
   static constexpr std::size_t kSweepEvery = 16;
   void releaseFreedShares();  // mutex_ held
-  std::unordered_map<std::uint64_t, std::uint64_t> sharedZc_;
   std::size_t sharedSinceSweep_ = 0;
   // The export state of the allocation holding [p, p+n) (mutex_ held); nullptr for memory that
   // is not plain device memory. zc: also check cuMem exportability (once per allocation).

@@ -55,8 +55,7 @@ struct CopyGraph {
   std::uint64_t used = 0;
 };
 
-struct GraphCopy {
-  std::mutex mutex;
+struct GraphCopy {  // used with its stream's Order::issue held
   CopyGraph g[kGraphsPerStream];
   int count = 0;
   std::uint64_t clock = 0;
@@ -65,7 +64,8 @@ struct GraphCopy {
 };
 
 // Per stream, what is known of its copies in order: `issued` counts the copies put on it (a
-// copy's place, taken with its event recorded under `issue`, so places follow stream order);
+// copy's place, taken with its event recorded under `issue`, so places follow stream order;
+// `issue` also guards the stream's copy graphs);
 // every copy up to `doneUpTo` has finished (raised where a copy's event or the whole stream was
 // seen done).
 struct Order {
@@ -146,10 +146,10 @@ bool same(const CopyGraph& g, void* dst, const void* src, std::size_t n, CopyIds
 }
 
 // Puts the copy on `s` through one of the (device, dir) graphs; false where the graph cannot
-// take it (nothing was queued then; the caller issues a plain copy).
+// take it (nothing was queued then; the caller issues a plain copy). The caller holds the
+// stream's Order::issue, which also guards its graphs.
 bool graphCopy(void* dst, const void* src, std::size_t n, int device, CopyDir dir, CopyIds ids, cudaStream_t s) {
   GraphCopy& gc = streams().graphs[device][static_cast<int>(dir)];
-  std::lock_guard lock(gc.mutex);
   if (gc.broken) return false;
   CopyGraph* g = nullptr;
   for (int i = 0; i < gc.count && !g; ++i)
