@@ -3,12 +3,15 @@
 // range that became GPU memory is never still believed to be host memory. Calls glibc makes
 // internally (malloc) bypass this, which is safe: they only ever create host memory.
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdarg>
+#include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 
 #include "mem/host_cache.hpp"
@@ -61,14 +64,37 @@ std::atomic<bool> gUcmSubscribed{false};
 
 void onUcmEvent(int, UcmVmEvent* e, void*) { forget(e->address, e->size); }
 
+// How many objects the dynamic loader has loaded so far (it counts every dlopen).
+unsigned long long loadCount() {
+  static std::atomic<unsigned long long> calls{0};
+  unsigned long long adds = ~0ull - ++calls;  // without the loader's count: a new value per call
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* out) {
+        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+          *static_cast<unsigned long long*>(out) = info->dlpi_adds;
+        return 1;  // the first object carries the count: stop there
+      },
+      &adds);
+  return adds;
+}
+
 }  // namespace
 
 namespace cgdr::mem {
 
 bool watchUcmEvents() {
   if (gUcmSubscribed.load(std::memory_order_acquire)) return true;
+  // A miss of dlsym(RTLD_DEFAULT) walks every loaded object (0.4 us and more per call, paid by
+  // every GPU buffer's classification); libucm can only have appeared since the last miss if
+  // an object was loaded since, which the loader's count of loads tells at the cost of a lock.
+  static std::atomic<unsigned long long> missedAtLoads{~0ull};
+  unsigned long long loads = loadCount();
+  if (loads == missedAtLoads.load(std::memory_order_relaxed)) return false;
   auto set = reinterpret_cast<UcmSetHandler>(dlsym(RTLD_DEFAULT, "ucm_set_event_handler"));
-  if (!set) return false;
+  if (!set) {
+    missedAtLoads.store(loads, std::memory_order_relaxed);
+    return false;
+  }
   if (set(kUcmVmMapped | kUcmVmUnmapped, 0, onUcmEvent, nullptr) != 0) return false;
   gUcmSubscribed.store(true, std::memory_order_release);
   hostCache().clear();  // whatever happened before the subscription is unknown

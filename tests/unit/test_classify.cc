@@ -1,6 +1,7 @@
 // Classification of host memory and the host-range cache: hits after the first query, and the
 // cache forgets a range as soon as it is mapped or unmapped again (the CUDA driver creates GPU
 // ranges through mmap, which cgdr interposes).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
@@ -102,6 +103,27 @@ TEST(HostCache, ForgetsRangeOnMremap) {
   ASSERT_NE(q, MAP_FAILED);
   EXPECT_FALSE(mem::hostCache().contains(u(p), 8));
   munmap(q, 1 << 20);
+}
+
+// cgdr remembers that libucm is absent (looking it up on every GPU buffer's classification cost
+// ~1 us per call on the GPU machine) until the loader has loaded something new: libucm loaded
+// after a miss is still found, and its events then reach the cache.
+TEST(HostCache, FindsUcmLoadedAfterAMiss) {
+  if (mem::watchUcmEvents()) GTEST_SKIP() << "libucm is loaded in this test process already";
+  EXPECT_FALSE(mem::watchUcmEvents());  // the remembered miss
+  void* lib = dlopen(CGDR_TEST_UCM_LIB, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  ASSERT_TRUE(mem::watchUcmEvents());
+  auto events = reinterpret_cast<int (*)()>(dlsym(lib, "cgdr_test_ucm_events"));
+  auto fire = reinterpret_cast<void (*)(int, void*, std::size_t)>(dlsym(lib, "cgdr_test_ucm_fire"));
+  ASSERT_TRUE(events && fire);
+  EXPECT_EQ(events(), (1 << 16) | (1 << 17));  // UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED
+  std::uintptr_t lo = 0x7000000000, hi = lo + (1 << 20);
+  mem::hostCache().insert(lo, hi, mem::hostCache().mapGeneration());
+  ASSERT_TRUE(mem::hostCache().contains(lo, 64));
+  fire(1 << 17, reinterpret_cast<void*>(lo + 4096), 4096);  // libucm saw a munmap cgdr's hooks did not
+  EXPECT_FALSE(mem::hostCache().contains(lo, 64));
+  EXPECT_TRUE(mem::watchUcmEvents());
 }
 
 TEST(PinnedPool, ReusesBuffers) {
