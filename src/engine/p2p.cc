@@ -114,10 +114,15 @@ int engineRecvBlocking(const base::RecvArgs& a, const CommInfo& c, bool mixed, M
   if (!mixed && a.peer >= 0 && e.tryRecvNow(a, c, st, &rc, &seen)) return rc;
   auto target = RecvTarget::prepare(a.buf, a.count, a.type, seen);
   if (!target.isOk()) return raise(a.comm, target.status());
-  ShmRecv op(e, a, c, std::move(target.value()), mixed);
-  e.start(op, c);
-  if (!op.poll()) waitFor(op);
-  return finishBlocking(op, st);
+  int result;
+  {
+    ShmRecv op(e, a, c, std::move(target.value()), mixed);
+    e.start(op, c);
+    if (!op.poll()) waitFor(op);
+    result = finishBlocking(op, st);
+  }
+  if (ShmEngine::tracing() && e.lastRecvDone) e.trace(ShmEngine::kTrRecvReturn, e.lastRecvDone);
+  return result;
 }
 
 Result<std::unique_ptr<base::Op>> heldRecv(const base::RecvArgs& a, const CommInfo& c) {
@@ -213,6 +218,7 @@ int send(const base::SendArgs& a) {
   const CommInfo* c;
   if (routeOf(a.comm, a.peer, &c) == Route::kEngine) {
     int rc = MPI_SUCCESS;
+    if (ShmEngine::tracing()) ShmEngine::get()->sendEntered = ShmEngine::traceNow();
     sched::tracer().count(c->world[a.peer], false);
     std::optional<mem::MemInfo> seen;
     if (ShmEngine::get()->trySendNow(a, *c, c->peer[a.peer], &rc, &seen)) return rc;

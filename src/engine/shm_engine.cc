@@ -92,18 +92,22 @@ void ShmEngine::stop() {
                "(%zu shared), %zu live", hs.served, hs.fallbacks, hs.chunks, hs.chunkBytes >> 20, hs.sharedChunks,
                hs.live);
     if (tracing()) {
-      static const char* names[] = {"send-build", "envelope", "recv-choose", "copy-issue", "copy-run", "cts", "pushed",
-                                     "recv-finish", "turnaround"};
+      static const char* names[] = {"send-build", "envelope",    "recv-choose", "copy-issue",
+                                    "copy-run",   "cts",         "pushed",      "recv-finish",
+                                    "turnaround", "recv-return", "send-entry"};
+      static_assert(sizeof names / sizeof *names == kTrCount);
       line.clear();
       for (int t = 0; t < kTrCount; ++t)
         if (e->traceCount_[t]) {
-          char b[96];
-          std::snprintf(b, sizeof b, "%s%s %.2f us (%llu)", line.empty() ? "" : ", ", names[t],
-                        double(e->traceSum_[t]) / double(e->traceCount_[t]) / 1000.0,
+          auto& v = e->traceSamples_[t];
+          std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+          char b[112];
+          std::snprintf(b, sizeof b, "%s%s %.2f / %.2f us (%llu)", line.empty() ? "" : ", ", names[t],
+                        double(v[v.size() / 2]) / 1000.0, double(e->traceSum_[t]) / double(e->traceCount_[t]) / 1000.0,
                         static_cast<unsigned long long>(e->traceCount_[t]));
           line += b;
         }
-      CGDR_LOG(kWarn, kShm, "stats: GPU rendezvous trace (mean): %s", line.c_str());
+      CGDR_LOG(kWarn, kShm, "stats: GPU rendezvous trace (median / mean): %s", line.c_str());
     }
     for (int b = 0; b < 65; ++b) {
       if (!s.bySize[b]) continue;
@@ -191,8 +195,8 @@ void ShmEngine::adopt(std::unique_ptr<base::Op> op) { adopted_.push_back(std::mo
 
 namespace {
 base::Setting<bool> gTrace("CGDR_TRACE_GPU", "0", "",
-                           "Measure where GPU rendezvous messages spend their time; with CGDR_STATS=1 the mean per "
-                           "step is printed at the end (a tuning tool for single-threaded runs: its counters are "
+                           "Measure where GPU rendezvous messages spend their time; with CGDR_STATS=1 the median and mean "
+                           "of each step are printed at the end (a tuning tool for single-threaded runs: its counters are "
                            "not atomic).");
 }  // namespace
 

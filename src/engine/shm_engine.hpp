@@ -6,6 +6,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <list>
@@ -190,19 +191,25 @@ class ShmEngine {
     kTrPushed,        // PUSHED sent -> the receiver handles it
     kTrRecvFinish,    // receiver: copy seen done -> the receive request completed
     kTrTurnaround,    // a receive completed -> this rank's next GPU send starts (application, MPI entry)
+    kTrRecvReturn,    // a blocking receive completed -> its MPI call returns to the application
+    kTrSendEntry,     // a send's MPI call entered -> its envelope starts (classify, operation)
     kTrCount
   };
   static bool tracing();
   static std::uint64_t traceNow();  // ns, CLOCK_MONOTONIC (the same in every namespace of a host)
   std::uint64_t lastRecvDone = 0;  // CGDR_TRACE_GPU: when the last traced receive completed
+  std::uint64_t sendEntered = 0;   // CGDR_TRACE_GPU: when the current send's MPI call was entered
   void trace(TracePoint p, std::uint64_t since) {
-    std::uint64_t t = traceNow();
-    traceSum_[p] += t > since ? t - since : 0;
+    std::uint64_t t = traceNow(), d = t > since ? t - since : 0;
+    traceSum_[p] += d;
     ++traceCount_[p];
+    if (traceSamples_[p].size() < kTraceSamples) traceSamples_[p].push_back(static_cast<std::uint32_t>(std::min<std::uint64_t>(d, ~0u)));
   }
 
  private:
+  static constexpr std::size_t kTraceSamples = 1 << 20;  // per point: medians of the first million
   std::uint64_t traceSum_[kTrCount] = {}, traceCount_[kTrCount] = {};
+  std::vector<std::uint32_t> traceSamples_[kTrCount];
   std::uint64_t lastMsgId_ = 0;
   int lastCtx_ = -1;                 // one-entry cache of the queues of the last context used
   CtxQueues* lastQueues_ = nullptr;

@@ -40,6 +40,10 @@ bool ShmSend::tryPost() {
     e_.trace(ShmEngine::kTrTurnaround, e_.lastRecvDone);
     e_.lastRecvDone = 0;
   }
+  if (t0 && e_.sendEntered) {
+    e_.trace(ShmEngine::kTrSendEntry, e_.sendEntered);
+    e_.sendEntered = 0;
+  }
   bool fits = n <= e_.eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, e_.eagerCredit());
   bool eager = fits;
   GpuOffer offer;
