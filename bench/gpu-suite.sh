@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU machine's one-call suite (nvidia-h200-x2): builds cgdr, runs the GPU tests and the
 # benchmarks, and leaves logs under $OUT (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests pods hostperf compare tune probe visprobe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests pods hostperf compare smallrep tune probe visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -104,6 +104,12 @@ if has hostperf 60; then
   python3 "$top/bench/side-by-side.py" "$logs/hostperf" | tee -a "$summary"
 fi
 
+if has smallrep 60; then
+  # Small-message latency, floor / Native / Container-Opt alternated SMALL_ROUNDS times (medians).
+  timeout 240 "$top/bench/small-latency.sh" "$build" "$logs/smallrep" > "$logs/smallrep.log" 2>&1
+  say "smallrep: exit $?"; cat "$logs/smallrep.log" >> "$summary"
+fi
+
 if has tune 60; then
   # Switch points and sizes of the pipelines: host chunks across pods (H H) and the cuMem staging
   # ring's block (D D across pods), a few settings side by side.
@@ -144,9 +150,12 @@ if has probe 30; then
                    bash -c 'export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$0" "$@"' "$b" "${args[@]}" 2>&1) ;;
       pods) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
       pods2) r=$(timeout 40 "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
+      # podsx: pods on swapped CPUs; podscpu2: two CPUs per pod (the pod's daemon beside the rank)
+      podsx) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "3;2" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
+      podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2,4;3,5" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
     esac
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
-    grep -E "trace|channels|GPU copies" <<<"$r" | sed 's/^.*stats: /  /' | tee -a "$summary"
+    grep -E "trace|channels|GPU copies" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
   done
 fi
 
@@ -157,7 +166,7 @@ if has visprobe 30; then
   if nvcc -O2 -arch=sm_90 -o "$vp" "$top/bench/vis_probe.cu" -lcuda $(mpicxx --showme:compile) \
        $(mpicxx --showme:link) > "$logs/visprobe-build.log" 2>&1; then
     for v in both one; do
-      timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 "$vp" $v -i "${VISPROBE_ITERS:-2000}" 2>&1 | tee -a "$summary"
+      timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 "$vp" $v -i "${VISPROBE_ITERS:-2000}" ${VISPROBE_ARGS:-} 2>&1 | tee -a "$summary"
     done
   else
     say "visprobe: build failed"; tail -5 "$logs/visprobe-build.log" | tee -a "$summary"

@@ -14,7 +14,8 @@
 // copy moves more split over several streams, moved by both GPUs at once (the receiver pulling
 // part, the sender pushing the rest), or by a copy kernel instead of a copy engine; and how the
 // end of an 8-byte copy is seen soonest (event query, stream synchronize, or a word of mapped
-// host memory written after the copy by cuStreamWriteValue32 or by a second copy).
+// host memory written after the copy by cuStreamWriteValue32 or by a second copy). And (fifth
+// session, `-only batch`): a window of small pulls issued one by one or as one batch.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -280,6 +281,56 @@ void smCopy(std::initializer_list<Copy> copies, size_t cap) {
   cudaStreamDestroy(st);
 }
 
+// Many small pulls at once (a window of messages, as bw/bibw post): N copies of n bytes from the
+// peer's buffer, issued one cudaMemcpyAsync each, or as one cudaMemcpyBatchAsync; one event after
+// them. Median issue and total us over `iters` windows, and the issue per copy.
+void batch(cudaStream_t s, cudaEvent_t ev, int iters, void* dstBase, const void* srcBase, const char* name) {
+  for (size_t n : {size_t{8}, size_t{65536}}) {
+    for (size_t count : {size_t{1}, size_t{8}, size_t{64}}) {
+      std::vector<void*> dsts(count);
+      std::vector<const void*> srcs(count);
+      std::vector<size_t> sizes(count, n);
+      size_t stride = std::max<size_t>(n, 256);
+      for (size_t k = 0; k < count; ++k) {
+        dsts[k] = static_cast<char*>(dstBase) + k * stride;
+        srcs[k] = static_cast<const char*>(srcBase) + k * stride;
+      }
+      cudaMemcpyAttributes attr{};
+      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      size_t attrIdx = 0;
+      std::printf("  batch %-12s %6zu B x %2zu |", name, n, count);
+      for (int kind = 0; kind < 2; ++kind) {
+        std::vector<double> issue, total;
+        int reps = count >= 64 ? iters / 8 : iters / 2;
+        for (int k = 0; k < reps + 10; ++k) {
+          double t0 = MPI_Wtime();
+          if (kind == 0) {
+            for (size_t c = 0; c < count; ++c)
+              check(cudaMemcpyAsync(dsts[c], srcs[c], n, cudaMemcpyDefault, s), "copy");
+          } else {
+            check(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attr, &attrIdx, 1, s),
+                  "cudaMemcpyBatchAsync");
+          }
+          check(cudaEventRecord(ev, s), "record");
+          double t1 = MPI_Wtime();
+          cudaError_t q;
+          while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+          }
+          check(q, "query");
+          double t2 = MPI_Wtime();
+          if (k >= 10) {
+            issue.push_back(t1 - t0);
+            total.push_back(t2 - t0);
+          }
+        }
+        double mi = median(issue);
+        std::printf(" %s %6.2f/%7.2f (%.2f per copy)", kind == 0 ? "memcpy" : "batch", mi, median(total), mi / count);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
 // What single runtime and driver calls cost here (median of 2000, us): those on the path of every
 // small GPU message.
 void callCosts(cudaStream_t s, cudaEvent_t ev, void* dev, void* host) {
@@ -331,8 +382,11 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   bool one = argc > 1 && std::string(argv[1]) == "one";
   int iters = 2000;
-  for (int i = 1; i + 1 < argc; ++i)
+  std::string only;  // -only batch: that section alone
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "-i") iters = std::atoi(argv[++i]);
+    else if (std::string(argv[i]) == "-only") only = argv[++i];
+  }
   if (one) setenv("CUDA_VISIBLE_DEVICES", rank ? "1" : "0", 1);
   int ngpu = 0;
   if (size != 2 || cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu < 1) {
@@ -390,7 +444,14 @@ int main(int argc, char** argv) {
   cudaEvent_t ev;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "event");
-  if (rank == 0) {
+  if (rank == 0 && only == "batch") {
+    std::printf("# visibility: %s; N copies: issue/total us, memcpy each vs one cudaMemcpyBatchAsync\n",
+                one ? "each rank sees only its GPU" : "both GPUs");
+    batch(s, ev, iters, mine, peer, "pull V<-peer");
+    batch(s, ev, iters, mine2, peer, "pull D<-peer");
+    std::fflush(stdout);
+  }
+  if (rank == 0 && only.empty()) {
     std::printf("# visibility: %s (%d device(s) visible to rank 0)\n", one ? "each rank sees only its GPU" : "both GPUs",
                 ngpu);
     std::printf("# per pair and size: issue/total us of cudaMemcpyAsync, the captured graph, the graph re-pointed per copy\n");
@@ -460,7 +521,7 @@ int main(int argc, char** argv) {
                               {"D2H H<-D", host, mine2}});
     std::fflush(stdout);
   }
-  coop(rank, mine, peer, cap);
+  if (only.empty()) coop(rank, mine, peer, cap);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return 0;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Small-message D->D latency, repeated: the floor (bare cudaMemcpyPeerAsync), Native and
+# Container-Opt run back to back ROUNDS times on one machine, and the median of each size is
+# reported. One comparison run's single values move by ±0.5-1 us on the GPU machine, which is
+# more than the margins the targets ask for; the medians of alternated rounds are steadier.
+#   bench/small-latency.sh BUILD_DIR OUTDIR   (SMALL_ROUNDS, SMALL_RANGE, SMALL_ITERS)
+set -uo pipefail
+build=$(cd "${1:?usage: small-latency.sh BUILD_DIR OUTDIR}" && pwd)
+out=${2:?OUTDIR}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+b=$build/tools/cgdr-bench/cgdr-bench
+lib=$build/src/libcgdr.so
+pods=$build/bin/cgdr-pods
+range=${SMALL_RANGE:-1:65536}
+iters=${SMALL_ITERS:-2000:20}
+for ((r = 1; r <= ${SMALL_ROUNDS:-3}; ++r)); do
+  "$build/bench/cgdr-peer-copy-bench" -m "$range" 2>&1 | awk '/^ *[0-9]/ {print $1, $2}' > "$out/floor.$r"
+  timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "$b" latency D D -m "$range" -i $iters \
+    2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/native.$r"
+  timeout 60 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -- "$b" latency D D -m "$range" -i $iters \
+    2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/opt.$r"
+done
+python3 - "$out" "${SMALL_ROUNDS:-3}" <<'PY'
+import statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+vals = {}
+for kind in ("floor", "native", "opt"):
+    for r in range(1, rounds + 1):
+        for line in open(f"{out}/{kind}.{r}"):
+            size, v = line.split()
+            vals.setdefault((kind, int(size)), []).append(float(v))
+sizes = sorted({s for (_, s) in vals})
+print(f"D->D latency, us: median of {rounds} alternated rounds (floor: bare cudaMemcpyPeerAsync)\n")
+print("| size | floor | Native | Container-Opt | Nat/floor | Opt/floor | Opt/Nat |")
+print("|---:|---:|---:|---:|---:|---:|---:|")
+for s in sizes:
+    f, n, o = (statistics.median(vals.get((k, s), [float("nan")])) for k in ("floor", "native", "opt"))
+    print(f"| {s} | {f:.2f} | {n:.2f} | {o:.2f} | {n / f:.2f} | {o / f:.2f} | {o / n:.2f} |")
+PY
