@@ -22,12 +22,7 @@ build=$(cd "${1:?usage: gpu-compare.sh BUILD_DIR OUTDIR [TABLE.md PLOT.png]}" &&
 out=${2:?OUTDIR}
 table=${3:-$out/gpu-compare.md}
 plot=${4:-$out/gpu-compare.png}
-mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-b=$build/tools/cgdr-bench/cgdr-bench
-lib=$build/src/libcgdr.so
-pods=$build/bin/cgdr-pods
+. "$(dirname "$0")/gpu-env.sh"
 range=${COMPARE_RANGE:-1:268435456}
 limit=${COMPARE_TIMEOUT:-240}
 declare -A opts=(

@@ -8,12 +8,7 @@
 set -uo pipefail
 build=$(cd "${1:?usage: small-latency.sh BUILD_DIR OUTDIR}" && pwd)
 out=${2:?OUTDIR}
-mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-b=$build/tools/cgdr-bench/cgdr-bench
-lib=$build/src/libcgdr.so
-pods=$build/bin/cgdr-pods
+. "$(dirname "$0")/gpu-env.sh"
 range=${SMALL_RANGE:-1:65536}
 iters=${SMALL_ITERS:-2000:20}
 for ((r = 1; r <= ${SMALL_ROUNDS:-3}; ++r)); do

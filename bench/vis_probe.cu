@@ -54,6 +54,23 @@ double median(std::vector<double>& t) {
   return t[t.size() / 2] * 1e6;
 }
 
+// Records the event after what was just enqueued (started at t0), polls it, and keeps the issue
+// time and the time until seen done unless the round is a warm-up.
+void timeToDone(cudaStream_t s, cudaEvent_t ev, double t0, bool keep, std::vector<double>& issue,
+                std::vector<double>& total) {
+  check(cudaEventRecord(ev, s), "record");
+  double t1 = MPI_Wtime();
+  cudaError_t q;
+  while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+  }
+  check(q, "query");
+  double t2 = MPI_Wtime();
+  if (keep) {
+    issue.push_back(t1 - t0);
+    total.push_back(t2 - t0);
+  }
+}
+
 struct Copy {
   const char* name;
   void* dst;
@@ -311,17 +328,7 @@ void batch(cudaStream_t s, cudaEvent_t ev, int iters, void* dstBase, const void*
             check(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attr, &attrIdx, 1, s),
                   "cudaMemcpyBatchAsync");
           }
-          check(cudaEventRecord(ev, s), "record");
-          double t1 = MPI_Wtime();
-          cudaError_t q;
-          while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
-          }
-          check(q, "query");
-          double t2 = MPI_Wtime();
-          if (k >= 10) {
-            issue.push_back(t1 - t0);
-            total.push_back(t2 - t0);
-          }
+          timeToDone(s, ev, t0, k >= 10, issue, total);
         }
         double mi = median(issue);
         std::printf(" %s %6.2f/%7.2f (%.2f per copy)", kind == 0 ? "memcpy" : "batch", mi, median(total), mi / count);
@@ -493,17 +500,7 @@ int main(int argc, char** argv) {
                                                        static_cast<const char*>(pr.src) + off, n, cudaMemcpyDefault),
                     "set params");
             if (kind > 0) check(cudaGraphLaunch(exec, s), "graph launch");
-            check(cudaEventRecord(ev, s), "record");
-            double t1 = MPI_Wtime();
-            cudaError_t q;
-            while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
-            }
-            check(q, "query");
-            double t2 = MPI_Wtime();
-            if (k >= 20) {
-              issue.push_back(t1 - t0);
-              total.push_back(t2 - t0);
-            }
+            timeToDone(s, ev, t0, k >= 20, issue, total);
           }
           double tt = median(total);
           std::printf(" %s %5.2f/%7.2f", kind == 0 ? "memcpy" : kind == 1 ? "graph" : "re-pointed", median(issue), tt);
