@@ -203,7 +203,8 @@ class ShmEngine {
     std::uint64_t t = traceNow(), d = t > since ? t - since : 0;
     traceSum_[p] += d;
     ++traceCount_[p];
-    if (traceSamples_[p].size() < kTraceSamples) traceSamples_[p].push_back(static_cast<std::uint32_t>(std::min<std::uint64_t>(d, ~0u)));
+    if (traceSamples_[p].size() < kTraceSamples)
+      traceSamples_[p].push_back(static_cast<std::uint32_t>(std::min<std::uint64_t>(d, ~0u)));
   }
 
  private:

@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstddef>
-#include <cstdlib>
 #include <cstdint>
 
 #include "mem/host_cache.hpp"
