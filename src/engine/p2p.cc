@@ -114,6 +114,7 @@ int engineRecvBlocking(const base::RecvArgs& a, const CommInfo& c, bool mixed, M
   if (!mixed && a.peer >= 0 && e.tryRecvNow(a, c, st, &rc, &seen)) return rc;
   auto target = RecvTarget::prepare(a.buf, a.count, a.type, seen);
   if (!target.isOk()) return raise(a.comm, target.status());
+  std::uint64_t tracedBefore = e.lastRecvDone;  // CGDR_TRACE_GPU: a traced receive sets a new time
   int result;
   {
     ShmRecv op(e, a, c, std::move(target.value()), mixed);
@@ -121,7 +122,8 @@ int engineRecvBlocking(const base::RecvArgs& a, const CommInfo& c, bool mixed, M
     if (!op.poll()) waitFor(op);
     result = finishBlocking(op, st);
   }
-  if (ShmEngine::tracing() && e.lastRecvDone) e.trace(ShmEngine::kTrRecvReturn, e.lastRecvDone);
+  if (ShmEngine::tracing() && e.lastRecvDone && e.lastRecvDone != tracedBefore)
+    e.trace(ShmEngine::kTrRecvReturn, e.lastRecvDone);
   return result;
 }
 
@@ -221,7 +223,10 @@ int send(const base::SendArgs& a) {
     if (ShmEngine::tracing()) ShmEngine::get()->sendEntered = ShmEngine::traceNow();
     sched::tracer().count(c->world[a.peer], false);
     std::optional<mem::MemInfo> seen;
-    if (ShmEngine::get()->trySendNow(a, *c, c->peer[a.peer], &rc, &seen)) return rc;
+    if (ShmEngine::get()->trySendNow(a, *c, c->peer[a.peer], &rc, &seen)) {
+      ShmEngine::get()->sendEntered = 0;  // no envelope of a GPU message follows to be traced
+      return rc;
+    }
     auto op = engineSend(a, *c, seen);
     if (!op.isOk()) return raise(a.comm, op.status());
     waitFor(*op.value());

@@ -40,8 +40,8 @@ bool ShmSend::tryPost() {
     e_.trace(ShmEngine::kTrTurnaround, e_.lastRecvDone);
     e_.lastRecvDone = 0;
   }
-  if (t0 && e_.sendEntered) {
-    e_.trace(ShmEngine::kTrSendEntry, e_.sendEntered);
+  if (e_.sendEntered) {  // this send's MPI call: traced where it is a GPU message, forgotten anyway
+    if (t0) e_.trace(ShmEngine::kTrSendEntry, e_.sendEntered);
     e_.sendEntered = 0;
   }
   bool fits = n <= e_.eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, e_.eagerCredit());

@@ -65,13 +65,17 @@ class PollPass {
     std::uint64_t pending;  // the earliest copy found unfinished (0: none)
     int done;
   };
-  const Mark* find(int stream) const {
+  int indexOf(int stream) const {  // -1: not remembered
     for (int i = 0; i < n_; ++i)
-      if (marks_[i].stream == stream) return &marks_[i];
-    return nullptr;
+      if (marks_[i].stream == stream) return i;
+    return -1;
+  }
+  const Mark* find(int stream) const {
+    int i = indexOf(stream);
+    return i < 0 ? nullptr : &marks_[i];
   }
   Mark* mark(int stream) {
-    if (const Mark* m = find(stream)) return const_cast<Mark*>(m);
+    if (int i = indexOf(stream); i >= 0) return &marks_[i];
     if (n_ == kMarks) return nullptr;  // not remembered: its copies are asked as without a pass
     marks_[n_] = {stream, 0, 0};
     return &marks_[n_++];
