@@ -53,6 +53,7 @@ base::Status ShmEngine::start(MPI_Comm world) {
   e->eagerLimit_ = shm::eagerLimit();
   e->eagerCredit_ = shm::eagerCredit();
   e->outbound_.resize(local.size());
+  e->adverts_.resize(local.size());
   e->ctlBacklog_.resize(local.size());
   instance_ = e;
   return base::Status::ok();
@@ -70,6 +71,10 @@ void ShmEngine::stop() {
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pushed),
              static_cast<unsigned long long>(s.pipelined),
              s.peakUnexpectedBytes, e->segmentBytes());
+    if (s.advertised)
+      CGDR_LOG(kWarn, kShm, "stats: adverts: %llu receives advertised, %llu claimed by their sender, %llu retracted",
+               static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),
+               static_cast<unsigned long long>(s.advertsRetracted));
     std::string line;
     for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
       if (s.channel[c])
@@ -350,6 +355,105 @@ void ShmEngine::start(ShmRecv& op, const CommInfo& c) {
   }
   q.posted.push_back(&op);
   if (op.mixed()) holdBehind(c.ctx, &op);
+  else if (gpu_ && op.sourcePeer()) advertise(op, q);
+}
+
+void ShmEngine::advertise(ShmRecv& r, CtxQueues& q) {
+  shm::Peer& p = *r.sourcePeer();
+  if (!r.advertisable() || !p.advertsIn.usable() || p.dead) return;
+  // A message that could claim r could be taken by an earlier receive that is not advertised.
+  for (ShmRecv* o : q.posted) {
+    if (o == &r) break;
+    if (!o->advert() && o->matches(r.source(), r.tag())) return;
+  }
+  GpuOffer o;
+  if (!r.describeForAdvert(&o)) return;
+  std::uint64_t idx = p.advertsIn.post(r.ctx(), r.tag(), r.capacity(), p.seqIn, &o, sizeof o);
+  if (!idx) return;
+  r.setAdvert(idx);
+  adverts_[p.local].push_back({idx, &r, false});
+  ++stats_.advertised;
+}
+
+void ShmEngine::resolveAdverts(shm::Peer& p) {
+  auto& live = adverts_[p.local];
+  for (auto it = live.begin(); it != live.end();) {
+    if (it->claimed) {
+      ++it;
+      continue;
+    }
+    if (p.advertsIn.retract(it->idx)) {
+      if (it->recv) it->recv->setAdvert(0);  // an ordinary posted receive again, in its place
+      p.advertsIn.release(it->idx);
+      it = live.erase(it);
+      ++stats_.advertsRetracted;
+      continue;
+    }
+    it->claimed = true;  // matched by a send of p: its bytes are on their way
+    if (it->recv) {
+      unpost(it->recv);
+      it->recv->claimedBy(p);
+    }
+    ++it;
+  }
+}
+
+bool ShmEngine::withdrawAdvert(ShmRecv* r, bool forget) {
+  shm::Peer* p = r->sourcePeer();
+  if (!p) return true;
+  auto& live = adverts_[p->local];
+  for (auto it = live.begin(); it != live.end(); ++it) {
+    if (it->recv != r) continue;
+    if (!it->claimed && p->advertsIn.retract(it->idx)) {
+      p->advertsIn.release(it->idx);
+      live.erase(it);
+      r->setAdvert(0);
+      ++stats_.advertsRetracted;
+      return true;
+    }
+    if (!it->claimed) {
+      it->claimed = true;
+      if (!forget) {
+        unpost(r);
+        r->claimedBy(*p);
+      }
+    }
+    if (forget) {
+      it->recv = nullptr;
+      r->setAdvert(0);
+    }
+    return false;
+  }
+  r->setAdvert(0);
+  return true;
+}
+
+// ADVERT_DONE / ADVERT_ABORT: the sender that claimed advert c.msgId delivered (or could not).
+void ShmEngine::advertEnded(shm::Peer& p, const shm::CtlRecord& c) {
+  auto& live = adverts_[p.local];
+  auto it = std::find_if(live.begin(), live.end(), [&](const LiveAdvert& a) { return a.idx == c.msgId; });
+  if (it == live.end()) {
+    breakPeer(p, "delivery into a buffer that was not advertised to it");
+    return;
+  }
+  ShmRecv* r = it->recv;
+  bool noticed = it->claimed;
+  p.advertsIn.release(it->idx);
+  live.erase(it);
+  if (!r) return;
+  if (!noticed) {
+    unpost(r);
+    r->claimedBy(p);
+  }
+  if (static_cast<shm::CtlType>(c.type) == shm::CtlType::kAdvertDone) {
+    ++stats_.advertsClaimed;
+    if (c.sentNs && tracing()) trace(kTrPushed, c.sentNs);
+    r->onAdvertDone(p, c.len);
+  } else {
+    r->setAdvert(0);
+    r->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
+                                                " could not copy the message's GPU data"));
+  }
 }
 
 base::Result<std::unique_ptr<base::Op>> ShmEngine::irecv(const base::RecvArgs& a, const CommInfo& c, bool mixed) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <optional>
@@ -101,6 +102,12 @@ class ShmEngine {
   // A control record naming only a message (and a length): ACK, FIN, PUSHED, ABORT, cancel request.
   bool notify(channel::shm::Peer& p, channel::shm::CtlType type, std::uint64_t msgId, std::uint64_t len = 0);
   void addPending(int n) { pending_.fetch_add(n, std::memory_order_relaxed); }
+  // A send that claimed its receiver's advert: its copy is polled by every step.
+  void stream(ShmSend* s) { streaming_.push_back(s); }
+  // An advertised receive leaves its sender's reach (cancel: forget=false; failure or destruction:
+  // forget=true, a delivery already under way is then ignored). False if the sender claimed it
+  // first (with forget=false the receive is then matched and awaits the bytes).
+  bool withdrawAdvert(ShmRecv* r, bool forget);
   void expectData(channel::shm::Peer& p, std::uint64_t msgId, ShmRecv* r);
   // Receives with GPU copies in flight, polled by every step.
   void watchCopies(ShmRecv* r);
@@ -146,6 +153,18 @@ class ShmEngine {
   ShmRecv* matchPosted(CtxQueues& q, int src, int tag);
   CtxQueues& queuesOf(int ctx);
   void answerCancel(channel::shm::Peer& p, std::uint64_t msgId);
+  // Adverts (shm_ops.hpp): a receive just posted on q is described to its sender where nothing
+  // posted before it could take the messages it could; before a message record from p is
+  // matched, p's unclaimed adverts are retracted and its claimed ones' receives leave the queue.
+  void advertise(ShmRecv& r, CtxQueues& q);
+  void resolveAdverts(channel::shm::Peer& p);
+  void advertEnded(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
+  struct LiveAdvert {
+    std::uint64_t idx;
+    ShmRecv* recv;  // nullptr: the receive is gone, its delivery is ignored
+    bool claimed;   // seen claimed (the receive left the posted queue)
+  };
+  std::vector<std::deque<LiveAdvert>> adverts_;  // per peer local index, oldest first
 
   static ShmEngine* instance_;
   std::unique_ptr<channel::shm::Endpoint> ep_;
@@ -172,6 +191,7 @@ class ShmEngine {
   // Counters (CGDR_STATS=1 prints them at MPI_Finalize).
   struct Stats {
     std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pushed = 0, pipelined = 0;
+    std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;
     std::uint64_t channel[static_cast<int>(sched::Channel::kCount)] = {};
     std::uint32_t bySize[65] = {};  // per bit length of the size: channels seen (bit mask)

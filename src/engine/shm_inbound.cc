@@ -30,6 +30,7 @@ bool ShmEngine::handleRecord(shm::Peer& p, const shm::MsgHeader& h) {
     return false;
   }
   ++p.seqIn;
+  if (!adverts_[p.local].empty()) resolveAdverts(p);  // none of them can be claimed after this record
   const CommInfo* c = comms::byContext(h.ctx);  // cached per thread
   if (c && (h.src < 0 || h.src >= c->size || c->world[h.src] != p.worldRank)) {
     breakPeer(p, "message names a source that does not match its ring");
@@ -108,6 +109,11 @@ bool ShmEngine::drainControl(shm::Peer& p) {
     auto type = static_cast<shm::CtlType>(c.type);
     if (type == shm::CtlType::kCancelReq) {
       answerCancel(p, c.msgId);
+      continue;
+    }
+    if (type == shm::CtlType::kAdvertDone || type == shm::CtlType::kAdvertAbort) {
+      advertEnded(p, c);
+      if (p.dead) return true;
       continue;
     }
     // Records about a message this rank receives (the sender streams, pushed, or gave up).

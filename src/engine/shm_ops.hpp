@@ -12,6 +12,14 @@
 //                   the receiver pulls each over NVLink while the sender fills the next;
 //   host pipeline:  CTS(host chunks): GPU sides copy asynchronously to/from the page-locked chunks
 //                   (cuda-staged: the sender's D2H of one block overlaps the receiver's H2D of another).
+//   advertised:     a receive posted before its message came, into a GPU buffer the sender can map,
+//                   is described to that sender in the receiver's segment (channel/shm/advert.hpp);
+//                   a send that finds it as the oldest advert, with nothing of its own in flight
+//                   that the receive could match first, claims it and copies straight into the
+//                   buffer (cuda-ipc / cuda-vmm-zc, push), then ADVERT_DONE. No envelope, no match
+//                   at the receiver, no CTS. Any message record from that sender makes the
+//                   receiver retract its adverts still unclaimed first (they are ordinary posted
+//                   receives again), so matching order is MPI's.
 // Either side may abort a stream whose copy failed (ABORT records).
 #pragma once
 #include <cstdint>
@@ -65,6 +73,12 @@ class ShmSend final : public base::Op {
   bool pumpAsync();
   bool pumpPush();
   bool startPush(const GpuOffer& target);
+  // The receiver's buffer `t` describes, mapped here (channel `prefer` first); nullptr if not.
+  void* mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channel* used);
+  // Starts the one copy into the mapped buffer; false (reported) if it cannot start.
+  base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used);
+  // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
+  bool tryClaim(std::uint64_t t0);
   void abort(const base::Status& s);
 
   ShmEngine& e_;
@@ -77,6 +91,7 @@ class ShmSend final : public base::Op {
   bool devRing_ = false;  // streaming through the cuMem ring (else host chunks)
   bool async_ = false;    // GPU source copied block by block with the copy engine
   bool push_ = false;     // one copy straight into the receiver's buffer
+  std::uint64_t advert_ = 0;  // the receiver's advert this send claimed (its completion names it)
   GpuPaths::Ring ring_;
   std::deque<CopyBlock> inflight_;
   State state_ = State::kQueued;
@@ -95,6 +110,19 @@ class ShmRecv final : public base::Op {
     return (src_ == MPI_ANY_SOURCE || src_ == src) && (tag_ == MPI_ANY_TAG || tag_ == tag);
   }
   bool mixed() const { return mixed_; }
+  int source() const { return src_; }
+  std::size_t capacity() const { return target_.capacity(); }
+  int tag() const { return tag_; }
+  // Advertising (engine side): whether this posted receive may be advertised to its sender, with
+  // the description of its buffer that sender can map (CGDR_CUDA_PUSH=posted or always).
+  channel::shm::Peer* sourcePeer() const { return source_; }
+  bool advertisable() const;             // cheap: the receive's own properties
+  bool describeForAdvert(GpuOffer* o);    // advertisable() first
+  std::uint64_t advert() const { return advert_; }
+  void setAdvert(std::uint64_t idx) { advert_ = idx; }
+  // Its sender claimed the advert: matched, the sender delivers (posted -> receiving).
+  void claimedBy(channel::shm::Peer& p);
+  void onAdvertDone(channel::shm::Peer& p, std::uint64_t len);
   bool posted() const { return state_ == State::kPosted; }
   bool finished() const { return state_ == State::kDone || state_ == State::kLanded; }
   int ctx() const { return ctx_; }
@@ -139,6 +167,7 @@ class ShmRecv final : public base::Op {
   bool dstAsync_ = false;   // host chunks are copied to a GPU destination with the copy engine
   bool pulling_ = false;    // one copy from the sender's buffer, then FIN
   bool pushed_ = false;     // asked the sender to copy into the buffer (it may stream instead)
+  std::uint64_t advert_ = 0;  // advertised to the sender as this idx (until retracted or delivered)
   int device_ = -1;         // the GPU this rank copies with
   mem::Issue issue_ = mem::Issue::kMemcpy;  // how copies from the sender's GPU are issued
   std::uint64_t doneNs_ = 0;  // CGDR_TRACE_GPU: when the pull was seen done

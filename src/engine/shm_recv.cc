@@ -18,13 +18,14 @@ namespace shm = channel::shm;
 
 namespace {
 
-base::ChoiceSetting gPush("CGDR_CUDA_PUSH", "fallback", {"off", "fallback", "always"},
+base::ChoiceSetting gPush("CGDR_CUDA_PUSH", "posted", {"off", "fallback", "posted", "always"},
                           "Single copy by the sender into the receiver's GPU buffer (where the sender can map it: "
                           "an IPC handle, an exportable cuMem allocation). fallback: only where the receiver cannot "
                           "pull from the sender's buffer (e.g. cudaMalloc source, exportable destination across "
-                          "containers); always: whenever possible; off: never. Measured on nvidia-h200-x2: a pull "
-                          "costs the same as a push between processes, and a push needs one more round trip.");
-enum { kPushOff, kPushFallback, kPushAlways };
+                          "containers); posted: also where the receive was posted before the send came (the "
+                          "receiver advertises its buffer, and the sender copies without a round trip); always: "
+                          "whenever possible; off: never.");
+enum { kPushOff, kPushFallback, kPushPosted, kPushAlways };
 
 // Reads n bytes of another process's memory (single copy); false if the kernel refuses.
 bool readPeer(int pid, std::uint64_t addr, char* dst, std::size_t n) {
@@ -52,6 +53,7 @@ ShmRecv::ShmRecv(ShmEngine& e, const base::RecvArgs& a, const CommInfo& c, RecvT
 
 ShmRecv::~ShmRecv() {
   std::lock_guard lock(e_.mutex());
+  if (advert_) e_.withdrawAdvert(this, true);
   if (state_ == State::kPosted) e_.unpost(this);
   if (state_ == State::kReceiving && from_) e_.forgetData(*from_, msgId_);
   e_.unwatchCopies(this);
@@ -193,6 +195,40 @@ void ShmRecv::onPushed(shm::Peer& from, std::uint64_t len) {
   complete(expect_, size_);
 }
 
+bool ShmRecv::advertisable() const {
+  return source_ && tag_ != MPI_ANY_TAG && !mixed_ && state_ == State::kPosted && target_.gpu() &&
+         target_.mem().kind == mem::MemKind::kDevice && target_.direct() && target_.capacity() > 0 &&
+         gPush.get().index >= kPushPosted;
+}
+
+bool ShmRecv::describeForAdvert(GpuOffer* o) {
+  GpuPaths* paths = e_.gpu();
+  if (!paths || paths->peerClass(source_->worldRank) == sched::PeerClass::kSelf) return false;
+  o->kind = static_cast<std::int32_t>(mem::MemKind::kDevice);
+  paths->describe(source_->worldRank, target_.direct(), target_.capacity(), target_.mem(), o);
+  return (o->flags & (GpuOffer::kIpc | GpuOffer::kZc)) != 0;
+}
+
+void ShmRecv::claimedBy(shm::Peer& p) {
+  state_ = State::kReceiving;
+  from_ = &p;
+  setEnvelope(src_, tag_);
+}
+
+// The sender copied `len` bytes into the advertised buffer.
+void ShmRecv::onAdvertDone(shm::Peer& p, std::uint64_t len) {
+  advert_ = 0;
+  if (state_ != State::kReceiving || from_ != &p || len == 0 || len > target_.capacity() || !chooseDestination(true) ||
+      !dstAsync_) {
+    fail(base::Status(base::Errc::kProtocol, "unexpected delivery into an advertised buffer from rank " +
+                                                 std::to_string(p.worldRank)));
+    return;
+  }
+  if (ShmEngine::tracing()) doneNs_ = ShmEngine::traceNow();
+  expect_ = len;
+  complete(len, len);
+}
+
 void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
   std::uint64_t t0 = env.gpu && env.sentNs ? ShmEngine::traceNow() : 0;
   if (t0) e_.trace(ShmEngine::kTrEnvelope, env.sentNs);
@@ -214,8 +250,9 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     // Where the sender can map this rank's buffer it may push: the same single-copy channels.
     GpuOffer target;
     int push = gPush.get().index;
+    bool fallback = push == kPushFallback || push == kPushPosted;  // (posted: adverts, else as fallback)
     bool canPull = q.caps.ipc || q.caps.vmmZc;
-    if (paths && (push == kPushAlways || (push == kPushFallback && !canPull)) && expect_ &&
+    if (paths && (push == kPushAlways || (fallback && !canPull)) && expect_ &&
         env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) && target_.gpu() && target_.contiguous() &&
         target_.direct()) {
       paths->describe(from.worldRank, target_.direct(), expect_, target_.mem(), &target);
@@ -225,7 +262,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
     if (t0) e_.trace(ShmEngine::kTrRecvChoose, t0);
     if (ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) {
-      if (push == kPushFallback && canPull && startPull(from, env, ch)) return;
+      if (fallback && canPull && startPull(from, env, ch)) return;
       if (target.flags) {  // the handle kind of the chosen channel, else the other one
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
@@ -367,6 +404,7 @@ void ShmRecv::abort(const base::Status& s) {
 
 void ShmRecv::fail(const base::Status& s) {
   if (state_ == State::kDone) return;
+  if (advert_) e_.withdrawAdvert(this, true);  // claimed meanwhile: its delivery is ignored
   e_.unwatchCopies(this);
   if (state_ == State::kPosted) e_.unpost(this);
   if (state_ == State::kReceiving && from_) e_.forgetData(*from_, msgId_);
@@ -411,6 +449,7 @@ bool ShmRecv::probeReal() {
 int ShmRecv::cancel() {
   std::lock_guard lock(e_.mutex());
   if (state_ != State::kPosted) return MPI_SUCCESS;
+  if (advert_ && !e_.withdrawAdvert(this, false)) return MPI_SUCCESS;  // its sender claimed it: it completes
   e_.unpost(this);
   PMPI_Status_set_cancelled(&status, 1);
   state_ = State::kDone;

@@ -1,4 +1,5 @@
 #include <cstring>
+#include <utility>
 
 #include "base/errors.hpp"
 #include "base/log.hpp"
@@ -44,6 +45,7 @@ bool ShmSend::tryPost() {
     if (t0) e_.trace(ShmEngine::kTrSendEntry, e_.sendEntered);
     e_.sendEntered = 0;
   }
+  if (gpu && tryClaim(t0)) return true;
   bool fits = n <= e_.eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, e_.eagerCredit());
   bool eager = fits;
   GpuOffer offer;
@@ -125,46 +127,109 @@ bool ShmSend::pumpPush() {
   }
   if (b.issuedNs) e_.trace(ShmEngine::kTrCopyRun, b.issuedNs);
   inflight_.clear();
-  e_.notify(peer_, shm::CtlType::kPushed, msgId_, toSend_);
+  if (advert_) e_.notify(peer_, shm::CtlType::kAdvertDone, advert_, toSend_);
+  else e_.notify(peer_, shm::CtlType::kPushed, msgId_, toSend_);
   finish();
   return true;
+}
+
+// The receiver's buffer as described, mapped for this rank's GPU (`prefer` first, then the other
+// handle kind); nullptr where it cannot be mapped.
+void* ShmSend::mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channel* used) {
+  GpuPaths* paths = e_.gpu();
+  int device = data_.mem().device;
+  bool zcFits = (t.flags & GpuOffer::kZc) && t.zcOffset <= t.zcSize && toSend_ <= t.zcSize - t.zcOffset;
+  sched::Channel order[2] = {sched::Channel::kCudaIpc, sched::Channel::kCudaVmmZc};
+  if (prefer == sched::Channel::kCudaVmmZc) std::swap(order[0], order[1]);
+  for (sched::Channel c : order) {
+    if (c == sched::Channel::kCudaIpc ? !(t.flags & GpuOffer::kIpc) : !zcFits) continue;
+    if (void* dst = paths->peerAddress(peer_.worldRank, t, c, device)) {
+      *used = c;
+      return dst;
+    }
+  }
+  CGDR_LOG(kDebug, kCuda, "cannot map the GPU buffer of rank %d", peer_.worldRank);
+  return nullptr;
+}
+
+base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel used) {
+  GpuPaths* paths = e_.gpu();
+  int device = data_.mem().device;
+  CopyBlock b;
+  b.len = toSend_;
+  std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
+  mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, used), data_.mem().bufferId};
+  base::Status st =
+      b.copy.start(dst, data_.gpuData(), toSend_, device, mem::CopyDir::kPeer, paths->issueFor(t, device), ids);
+  if (t0) {
+    e_.trace(ShmEngine::kTrCopyIssue, t0);
+    b.issuedNs = ShmEngine::traceNow();
+  }
+  if (!st.isOk()) return st;
+  inflight_.push_back(std::move(b));
+  push_ = true;
+  return st;
 }
 
 // One copy from this rank's GPU buffer into the receiver's (mapped through its description);
 // false (the bytes are then streamed) where it cannot be mapped or the copy cannot start.
 bool ShmSend::startPush(const GpuOffer& t) {
-  GpuPaths* paths = e_.gpu();
-  const char* src = data_.gpuData();
-  if (!paths || !src || data_.mem().kind != mem::MemKind::kDevice || toSend_ == 0) return false;
-  if ((t.flags & GpuOffer::kZc) && (t.zcOffset > t.zcSize || toSend_ > t.zcSize - t.zcOffset)) return false;
-  int device = data_.mem().device;
-  void* dst = nullptr;
-  if (t.flags & GpuOffer::kIpc) dst = paths->peerAddress(peer_.worldRank, t, sched::Channel::kCudaIpc, device);
-  void* ipcDst = dst;
-  if (!dst && (t.flags & GpuOffer::kZc)) dst = paths->peerAddress(peer_.worldRank, t, sched::Channel::kCudaVmmZc, device);
-  if (!dst) {
-    CGDR_LOG(kDebug, kCuda, "cannot map the GPU buffer of rank %d: streaming instead", peer_.worldRank);
-    return false;
-  }
-  CopyBlock b;
-  b.len = toSend_;
-  std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
-  mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, (t.flags & GpuOffer::kIpc) && dst == ipcDst
-                                                                   ? sched::Channel::kCudaIpc
-                                                                   : sched::Channel::kCudaVmmZc),
-                   data_.mem().bufferId};
-  base::Status st = b.copy.start(dst, src, toSend_, device, mem::CopyDir::kPeer, paths->issueFor(t, device), ids);
-  if (t0) {
-    e_.trace(ShmEngine::kTrCopyIssue, t0);
-    b.issuedNs = ShmEngine::traceNow();
-  }
+  if (!e_.gpu() || !data_.gpuData() || data_.mem().kind != mem::MemKind::kDevice || toSend_ == 0) return false;
+  sched::Channel used = sched::Channel::kCount;
+  void* dst = mapTarget(t, sched::Channel::kCudaIpc, &used);
+  if (!dst) return false;
+  base::Status st = issuePush(dst, t, used);
   if (!st.isOk()) {
     CGDR_LOG(kWarn, kCuda, "copy into the GPU buffer of rank %d failed (%s): streaming instead", peer_.worldRank,
              st.message().c_str());
     return false;
   }
-  inflight_.push_back(std::move(b));
-  push_ = true;
+  return true;
+}
+
+// A receive the peer advertised before this send came (shm_ops.hpp): this send may deliver into it
+// only if it is the peer's oldest advert still posted, names this send's communicator and tag,
+// holds its bytes, and the peer had taken every message record of this rank when it posted it
+// (else one of those could match it first; the peer retracts it on reading them). The scheduler
+// must name a single-copy channel for the pair and the buffer must map here; then the advert is
+// claimed (it may have been retracted meanwhile) and the copy starts. Engine mutex and the
+// peer's sendLock held.
+bool ShmSend::tryClaim(std::uint64_t t0) {
+  GpuPaths* paths = e_.gpu();
+  std::size_t n = data_.size();
+  if (!paths || !data_.contiguous() || !data_.gpuData() || data_.mem().kind != mem::MemKind::kDevice) return false;
+  shm::Advert a;
+  if (!peer_.advertsOut.oldest(&a)) return false;
+  if (a.ctx != ctx_ || a.tag != tag_ || a.seq != peer_.seqOut || n > a.capacity || a.payloadBytes != sizeof(GpuOffer))
+    return false;
+  GpuOffer t;
+  std::memcpy(&t, a.payload, sizeof t);
+  sched::Query q{paths->peerClass(peer_.worldRank), mem::MemKind::kDevice, sched::Dst::kGpu, n,
+                 sched::tracer().pattern(peer_.worldRank), sched::Caps{}};
+  q.caps.ipc = (t.flags & GpuOffer::kIpc) != 0;
+  q.caps.vmmZc = (t.flags & GpuOffer::kZc) != 0;
+  sched::Channel ch = sched::select(sched::table(), q);
+  if (ch != sched::Channel::kCudaIpc && ch != sched::Channel::kCudaVmmZc) return false;
+  toSend_ = n;
+  sched::Channel used = ch;
+  void* dst = mapTarget(t, ch, &used);
+  if (!dst || !peer_.advertsOut.claim(a.idx)) {
+    toSend_ = 0;
+    return false;
+  }
+  advert_ = a.idx;  // matched: this send is that receive's message now
+  state_ = State::kStreaming;
+  ++e_.stats().rendezvous;
+  ++e_.stats().singleCopy;
+  ++e_.stats().pushed;
+  e_.countChannel(used, n);
+  if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
+  base::Status st = issuePush(dst, t, used);
+  if (!st.isOk()) {
+    abort(st);
+    return true;
+  }
+  e_.stream(this);
   return true;
 }
 
@@ -270,7 +335,8 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
 }
 
 void ShmSend::abort(const base::Status& s) {
-  e_.notify(peer_, shm::CtlType::kAbortSend, msgId_);
+  if (advert_) e_.notify(peer_, shm::CtlType::kAdvertAbort, advert_);
+  else e_.notify(peer_, shm::CtlType::kAbortSend, msgId_);
   fail(s);
 }
 

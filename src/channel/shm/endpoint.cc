@@ -187,6 +187,8 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
                     ringKey(nonce, myLocal, i));
     p->ctlIn = CtlRing(at<RingHeader>(ep->mine_, ep->geo_.ctlRingOffset(i)),
                        at<CtlRecord>(ep->mine_, ep->geo_.ctlRingOffset(i) + sizeof(RingHeader)), cfg.ctlSlots);
+    p->advertsIn = AdvertBoard(at<AdvertSlot>(ep->mine_, ep->geo_.advertOffset(i)), kAdvertSlots);
+    p->advertsOut = AdvertReader(at<AdvertSlot>(theirs, ep->geo_.advertOffset(myLocal)), kAdvertSlots);
     auto* h = static_cast<SegmentHeader*>(static_cast<void*>(theirs));
     const auto& rec = topo::locality().records[p->worldRank];
     if (cfg.cma && (i == myLocal || rec.nsPid == myRec.nsPid)) {

@@ -12,6 +12,7 @@
 
 #include "base/shm_file.hpp"
 #include "base/status.hpp"
+#include "channel/shm/advert.hpp"
 #include "channel/shm/ring.hpp"
 
 namespace cgdr::channel::shm {
@@ -35,6 +36,8 @@ struct Peer {
   std::uint32_t local = 0;   // index among the co-located ranks
   MsgRing out, in;           // messages to / from the peer
   CtlRing ctlOut, ctlIn;     // control records to / from the peer
+  AdvertBoard advertsIn;     // this rank's receives advertised to the peer (in this rank's segment)
+  AdvertReader advertsOut;   // the peer's receives advertised to this rank (in its segment)
   char* segment = nullptr;   // the peer's mapped segment (its chunks live there)
   bool cma = false;          // this rank can read the peer's memory with process_vm_readv
   int pid = -1;              // the peer's pid in this rank's namespace (when cma)

@@ -9,7 +9,7 @@
 namespace cgdr::channel::shm {
 
 constexpr std::uint64_t kSegmentMagic = 0x70656e6f52444743ull;  // "CGDRonep"
-constexpr std::uint32_t kLayoutVersion = 4;
+constexpr std::uint32_t kLayoutVersion = 5;
 constexpr std::size_t kLine = 64;
 
 // Records on a message ring.
@@ -51,6 +51,8 @@ enum class CtlType : std::uint32_t {
   kAbortSend = 9,   // sender: the stream of msgId failed on its side (the receive fails)
   kAbortRecv = 10,  // receiver: the receive of msgId failed on its side (the send fails)
   kPushed = 11,     // sender: it copied `len` bytes into the receiver's GPU buffer (push): done
+  kAdvertDone = 12,   // sender: it claimed the receiver's advert `msgId` and copied `len` bytes into its buffer
+  kAdvertAbort = 13,  // sender: it claimed advert `msgId` but could not copy (the receive fails)
 };
 struct alignas(kLine) CtlRecord {
   std::uint32_t type;
@@ -108,6 +110,24 @@ struct alignas(kLine) SegmentHeader {
 };
 static_assert(sizeof(SegmentHeader) == 2 * kLine);
 
+// Receives posted before their message came, advertised by the receiver to one co-located sender
+// (advert.hpp): the sender may claim the oldest one and copy straight into the buffer it describes.
+// Per (receiver, sender) pair, in the receiver's segment.
+constexpr std::uint32_t kAdvertSlots = 64;
+constexpr std::size_t kAdvertPayload = 160;
+enum class AdvertState : std::uint64_t { kPosted = 1, kClaimed = 2, kRetracted = 3 };
+struct alignas(kLine) AdvertSlot {
+  // (idx << 2) | AdvertState, accessed atomically: the receiver posts and retracts, the sender
+  // claims (compare-and-swap from kPosted). 0: never used.
+  std::uint64_t state;
+  std::int32_t ctx, tag;
+  std::uint64_t capacity;  // bytes the receive can hold
+  std::uint32_t seq;       // the receiver had taken the sender's message records up to seq (exclusive)
+  std::uint32_t payloadBytes;
+  char payload[kAdvertPayload];  // what the engine says about the buffer (its GpuOffer)
+};
+static_assert(sizeof(AdvertSlot) == 3 * kLine);
+
 // Sizes of one segment's parts for a given configuration.
 struct Geometry {
   std::uint32_t localCount, ringBytes, ctlSlots, chunks, chunkBytes;
@@ -119,7 +139,10 @@ struct Geometry {
   std::size_t ctlRingOffset(std::uint32_t sender) const {
     return msgRingOffset(localCount) + sender * ctlRingStride();
   }
-  std::size_t flagsOffset() const { return ctlRingOffset(localCount); }
+  std::size_t advertOffset(std::uint32_t sender) const {
+    return ctlRingOffset(localCount) + std::size_t{sender} * kAdvertSlots * sizeof(AdvertSlot);
+  }
+  std::size_t flagsOffset() const { return advertOffset(localCount); }
   std::size_t devFlagsOffset() const { return flagsOffset() + std::size_t{chunks} * sizeof(ChunkFlag); }
   std::size_t chunkOffset(std::uint32_t c) const {
     return devFlagsOffset() + std::size_t{devSlots} * sizeof(ChunkFlag) + std::size_t{c} * chunkBytes;
