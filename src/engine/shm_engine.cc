@@ -499,10 +499,10 @@ base::Result<std::unique_ptr<base::Op>> ShmEngine::mrecv(std::unique_ptr<Unexpec
   return std::unique_ptr<base::Op>(std::move(op));
 }
 
-void ShmEngine::pumpSends() {
+void ShmEngine::pumpSends(mem::PollPass* pass) {
   for (auto it = streaming_.begin(); it != streaming_.end();) {
     ShmSend* s = *it++;
-    s->pump();  // finishing removes it from the list
+    s->pump(pass);  // finishing removes it from the list
   }
   for (auto& q : outbound_) {
     while (!q.empty()) {
@@ -590,7 +590,7 @@ bool ShmEngine::step() {
     any = true;
   }
   flushCtl();
-  pumpSends();
+  pumpSends(&pass);
   if (!adopted_.empty()) reapAdopted();
   // Now and then, what peers sent over the cuMem link (releases of memory they freed).
   if (gpu_ && (++steps_ & 4095) == 0) gpu_->drainLink();

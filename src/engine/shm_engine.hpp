@@ -145,7 +145,7 @@ class ShmEngine {
   bool drainMessages(channel::shm::Peer& p);
   bool step();
   bool handleRecord(channel::shm::Peer& p, const channel::shm::MsgHeader& h);
-  void pumpSends();
+  void pumpSends(mem::PollPass* pass);
   void flushCtl();
   void reapAdopted();
   void pumpRealOrder();

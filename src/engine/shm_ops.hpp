@@ -54,7 +54,7 @@ class ShmSend final : public base::Op {
 
   // Engine side (engine mutex held).
   bool tryPost();
-  bool pump();
+  bool pump(mem::PollPass* pass = nullptr);
   // target: the receiver's buffer, when it asked for a push.
   void onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* target);
   void onFin();
@@ -71,7 +71,7 @@ class ShmSend final : public base::Op {
   void finish();
   bool pumpHost();
   bool pumpAsync();
-  bool pumpPush();
+  bool pumpPush(mem::PollPass* pass);
   bool startPush(const GpuOffer& target);
   // The receiver's buffer `t` describes, mapped here (channel `prefer` first); nullptr if not.
   void* mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channel* used);

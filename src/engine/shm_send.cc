@@ -111,16 +111,16 @@ bool ShmSend::tryPost() {
   return true;
 }
 
-bool ShmSend::pump() {
+bool ShmSend::pump(mem::PollPass* pass) {
   if (state_ != State::kStreaming) return true;
-  return push_ ? pumpPush() : async_ ? pumpAsync() : pumpHost();
+  return push_ ? pumpPush(pass) : async_ ? pumpAsync() : pumpHost();
 }
 
 // The copy into the receiver's buffer: once it finished, the receiver is told (PUSHED) and the
-// send is complete.
-bool ShmSend::pumpPush() {
+// send is complete. `pass`: a window of pushes shares cgdr's streams; ask about each stream once.
+bool ShmSend::pumpPush(mem::PollPass* pass) {
   CopyBlock& b = inflight_.front();
-  if (!b.copy.done()) return false;
+  if (!b.copy.done(pass)) return false;
   if (!b.copy.error().isOk()) {
     abort(b.copy.error());
     return true;
@@ -204,7 +204,7 @@ bool ShmSend::tryClaim(std::uint64_t t0) {
     return false;
   GpuOffer t;
   std::memcpy(&t, a.payload, sizeof t);
-  sched::Query q{paths->peerClass(peer_.worldRank), mem::MemKind::kDevice, sched::Dst::kGpu, n,
+  sched::Query q{paths->peerClass(peer_.worldRank), mem::MemKind::kDevice, sched::Dst::kPosted, n,
                  sched::tracer().pattern(peer_.worldRank), sched::Caps{}};
   q.caps.ipc = (t.flags & GpuOffer::kIpc) != 0;
   q.caps.vmmZc = (t.flags & GpuOffer::kZc) != 0;

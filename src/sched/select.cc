@@ -43,15 +43,16 @@ std::vector<Rule>& Table::rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) {
 
 std::string Table::describe() const {
   static const char* peers[] = {"self", "same-namespace", "container"};
-  static const char* dsts[] = {"(sender: eager?)", "to host", "to GPU"};
+  static const char* dsts[] = {"(sender: eager?)", "to host", "to GPU", "to posted GPU"};
   std::string out = "# cgdr scheduler table (first usable rule whose size bound holds)\n";
   if (forced != Channel::kCount) out += std::string("# forced channel: ") + channelName(forced) + "\n";
   char line[256];
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
     for (int g = 0; g < 2; ++g)
-      for (int d = 0; d < 3; ++d)
+      for (int d = 0; d < 4; ++d)
         for (int pat = 0; pat < 2; ++pat) {
           const auto& rs = rules_[p][g][d][pat];
+          if (rs.empty()) continue;
           std::snprintf(line, sizeof line, "%-15s %-4s %-17s %-9s:", peers[p], g ? "GPU" : "host", dsts[d],
                         pat ? "bandwidth" : "latency");
           out += line;

@@ -26,8 +26,10 @@ const char* channelName(Channel c);
 
 enum class PeerClass : std::uint8_t { kSelf, kSameNamespace, kContainer, kCount };
 enum class Pattern : std::uint8_t { kLatency, kBandwidth };
-// The destination is unknown when the sender decides (eager or rendezvous).
-enum class Dst : std::uint8_t { kUnknown, kHost, kGpu };
+// The destination is unknown when the sender decides (eager or rendezvous); kPosted: a GPU
+// receive the receiver posted first and advertised, which the sender may copy into itself (a
+// single-copy channel) or leave to the ordinary rendezvous (any other channel).
+enum class Dst : std::uint8_t { kUnknown, kHost, kGpu, kPosted };
 
 // What the pair can use for this message (from the locality table and the sender's offer).
 struct Caps {
@@ -60,7 +62,7 @@ class Table {
   Channel forced = Channel::kCount;  // CGDR_FORCE_CHANNEL (tests): used whenever the pair can
 
  private:
-  std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][3][2];
+  std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][4][2];
 };
 
 // Pure: the channel for one message.

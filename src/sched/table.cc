@@ -31,6 +31,12 @@ Setting<Bytes> gIpcBw("CGDR_CUDA_IPC_THRESHOLD_BW", "0", "bytes", "As CGDR_CUDA_
 Setting<Bytes> gStageMin("CGDR_CUDA_VMM_STAGE_MIN", "128K", "bytes",
                          "GPU messages from this size on may go through the sender's cuMem staging ring when no "
                          "single-copy path exists (smaller: host staging).");
+Setting<Bytes> gAdvert("CGDR_CUDA_ADVERT_LIMIT", "1M", "bytes",
+                       "A sender copies a GPU message of up to this size straight into a receive the receiver "
+                       "posted before it came and advertised (CGDR_CUDA_PUSH=posted); larger ones rendezvous and "
+                       "the receiver pulls (latency-bound traffic).");
+Setting<Bytes> gAdvertBw("CGDR_CUDA_ADVERT_LIMIT_BW", "1M", "bytes",
+                         "As CGDR_CUDA_ADVERT_LIMIT, for bandwidth-bound traffic.");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});
 Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
@@ -84,6 +90,12 @@ void fill(Table& t, PeerClass p) {
       rs.push_back({kAll, Channel::kCudaVmmStage});
       rs.push_back({kAll, Channel::kHostPipe});
     }
+    // A posted GPU receive advertised to the sender: the sender copies into it up to the advert
+    // limit (a single-copy channel); anything else leaves the message to the rendezvous above.
+    std::size_t advert = (bw ? gAdvertBw : gAdvert).get().value;
+    t.rules(p, true, Dst::kPosted, pt) = {{advert, Channel::kCudaIpc}, {advert, Channel::kCudaVmmZc},
+                                          {kAll, Channel::kHostPipe}};
+    t.rules(p, false, Dst::kPosted, pt) = {{kAll, Channel::kHostPipe}};
   }
 }
 

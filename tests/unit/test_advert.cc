@@ -111,7 +111,7 @@ TEST(Advert, EachAdvertEndsOnceAgainstAnotherProcess) {
   constexpr std::uint64_t kAdverts = 20000;
   struct Shared {
     AdvertSlot slots[kAdvertSlots];
-    std::atomic<std::uint32_t> done;
+    std::atomic<std::uint32_t> ready, done;
     std::atomic<std::uint32_t> disorder;
     std::atomic<std::uint8_t> claimed[kAdverts + 1];
   };
@@ -123,6 +123,7 @@ TEST(Advert, EachAdvertEndsOnceAgainstAnotherProcess) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     AdvertReader reader(sh->slots, kAdvertSlots);
+    sh->ready.store(1, std::memory_order_release);
     std::uint64_t last = 0;
     while (true) {
       bool finished = sh->done.load(std::memory_order_acquire) != 0;
@@ -150,11 +151,18 @@ TEST(Advert, EachAdvertEndsOnceAgainstAnotherProcess) {
     else lost[idx] = 1;
     board.release(idx);
   };
+  while (!sh->ready.load(std::memory_order_acquire)) {
+  }
   for (std::uint64_t i = 1; i <= kAdverts; ++i) {
     if (outstanding.size() == 6) resolveOldest();
     std::uint64_t idx = post(board, static_cast<int>(i % 1000));
     ASSERT_EQ(idx, i);
     outstanding.push_back(idx);
+    if (i == 1)  // the sender takes the first one before the race starts (claimed > 0 below)
+      while (!sh->claimed[1].load()) {
+      }
+    for (std::uint64_t spin = 0; spin < (i % 7) * 40; ++spin)  // give the sender varying time
+      (void)sh->disorder.load(std::memory_order_relaxed);
   }
   while (!outstanding.empty()) resolveOldest();
   sh->done.store(1, std::memory_order_release);

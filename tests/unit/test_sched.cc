@@ -40,6 +40,10 @@ sched::Table tableWith(std::map<std::string, std::string> vars) {
 Channel expected(const Query& q) {
   bool gpu = q.src != mem::MemKind::kHost;
   bool device = q.src == mem::MemKind::kDevice;
+  if (q.dst == Dst::kPosted) {  // a receive advertised first: the sender copies up to 1 MiB itself
+    if (!device || !q.caps.contiguous || q.bytes > (1u << 20)) return Channel::kHostPipe;
+    return q.caps.ipc ? Channel::kCudaIpc : q.caps.vmmZc ? Channel::kCudaVmmZc : Channel::kHostPipe;
+  }
   if (!gpu) {
     if (q.bytes <= 8192) return Channel::kEager;
     if (q.dst == Dst::kUnknown) return Channel::kHostPipe;
@@ -77,7 +81,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
   int checked = 0;
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
     for (mem::MemKind src : {mem::MemKind::kHost, mem::MemKind::kDevice, mem::MemKind::kManaged})
-      for (Dst dst : {Dst::kUnknown, Dst::kHost, Dst::kGpu})
+      for (Dst dst : {Dst::kUnknown, Dst::kHost, Dst::kGpu, Dst::kPosted})
         for (Pattern pat : {Pattern::kLatency, Pattern::kBandwidth})
           for (int capBits = 0; capBits < 64; ++capBits)
             for (std::size_t n : sizes) {
@@ -96,7 +100,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               ASSERT_TRUE(sched::usable(got, q)) << sched::channelName(got);
               ++checked;
             }
-  EXPECT_EQ(checked, 3 * 3 * 3 * 2 * 64 * 9);
+  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 64 * 9);
 }
 
 TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
@@ -111,6 +115,29 @@ TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
   EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmZc);
   q.caps.contiguous = false;  // a sender never offers non-contiguous GPU data in place
   EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+}
+
+TEST_F(Sched, AdvertLimitsPerPattern) {
+  sched::Table t = tableWith({{"CGDR_CUDA_ADVERT_LIMIT", "64K"}, {"CGDR_CUDA_ADVERT_LIMIT_BW", "0"}});
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kPosted, 65536, Pattern::kLatency, Caps{}};
+  q.caps.vmmZc = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmZc);
+  q.bytes = 65537;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe) << "above the limit: the receiver pulls";
+  q.bytes = 1;
+  q.pattern = Pattern::kBandwidth;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe) << "limit 0: never for bandwidth-bound traffic";
+  q.pattern = Pattern::kLatency;
+  q.src = mem::MemKind::kManaged;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe) << "managed memory is not pushed";
+  t = tableWith({});
+  q.src = mem::MemKind::kDevice;
+  q.bytes = std::size_t{1} << 20;
+  q.caps.ipc = true;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  q.bytes += 1;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+  EXPECT_NE(t.describe().find("to posted GPU"), std::string::npos) << t.describe();
 }
 
 TEST_F(Sched, IpcThresholdThroughTheMvapichAlias) {
@@ -227,7 +254,7 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   std::string d = t.describe();
   int lines = 0;
   for (char c : d) lines += c == '\n';
-  EXPECT_EQ(lines, 1 + 3 * 2 * 3 * 2);
+  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2);
   EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
   EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
 }
