@@ -31,13 +31,15 @@ Setting<Bytes> gIpcBw("CGDR_CUDA_IPC_THRESHOLD_BW", "0", "bytes", "As CGDR_CUDA_
 Setting<Bytes> gStageMin("CGDR_CUDA_VMM_STAGE_MIN", "128K", "bytes",
                          "GPU messages from this size on may go through the sender's cuMem staging ring when no "
                          "single-copy path exists (smaller: host staging).");
-Setting<Bytes> gAdvert("CGDR_CUDA_ADVERT_LIMIT", "1024G", "bytes",
+Setting<Bytes> gAdvert("CGDR_CUDA_ADVERT_LIMIT", "1M", "bytes",
                        "A sender copies a GPU message of up to this size straight into a receive the receiver "
                        "posted before it came and advertised (CGDR_CUDA_PUSH=posted); larger ones rendezvous and "
-                       "the receiver pulls (latency-bound traffic). Every size by default: measured on "
-                       "nvidia-h200-x2, the advert saves a round trip on small messages and pushing both ways "
-                       "raises bibw across containers (256 MiB: 733 against 669 GB/s).");
-Setting<Bytes> gAdvertBw("CGDR_CUDA_ADVERT_LIMIT_BW", "1024G", "bytes",
+                       "the receiver pulls (latency-bound traffic). Measured on nvidia-h200-x2: pushing large "
+                       "messages both ways at once beats pulling them (bibw across containers, 256 MiB: 733 "
+                       "against 669 GB/s), but where a race leaves one side pushing while the other pulls, one "
+                       "GPU drives both directions and bibw halves (371-483 GB/s). With 1 MiB, bibw stayed at "
+                       "0.87-1.24 x Native at every size.");
+Setting<Bytes> gAdvertBw("CGDR_CUDA_ADVERT_LIMIT_BW", "1M", "bytes",
                          "As CGDR_CUDA_ADVERT_LIMIT, for bandwidth-bound traffic.");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});

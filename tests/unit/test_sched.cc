@@ -40,8 +40,8 @@ sched::Table tableWith(std::map<std::string, std::string> vars) {
 Channel expected(const Query& q) {
   bool gpu = q.src != mem::MemKind::kHost;
   bool device = q.src == mem::MemKind::kDevice;
-  if (q.dst == Dst::kPosted) {  // a receive advertised first: the sender copies into it, any size
-    if (!device || !q.caps.contiguous) return Channel::kHostPipe;
+  if (q.dst == Dst::kPosted) {  // a receive advertised first: the sender copies up to 1 MiB itself
+    if (!device || !q.caps.contiguous || q.bytes > (1u << 20)) return Channel::kHostPipe;
     return q.caps.ipc ? Channel::kCudaIpc : q.caps.vmmZc ? Channel::kCudaVmmZc : Channel::kHostPipe;
   }
   if (!gpu) {
@@ -132,11 +132,13 @@ TEST_F(Sched, AdvertLimitsPerPattern) {
   EXPECT_EQ(sched::select(t, q), Channel::kHostPipe) << "managed memory is not pushed";
   t = tableWith({});
   q.src = mem::MemKind::kDevice;
-  q.bytes = std::size_t{256} << 20;
+  q.bytes = std::size_t{1} << 20;
   q.caps.ipc = true;
-  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc) << "no limit by default";
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
   q.pattern = Pattern::kBandwidth;
   EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  q.bytes += 1;
+  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe) << "above 1 MiB by default: the receiver pulls";
   EXPECT_NE(t.describe().find("to posted GPU"), std::string::npos) << t.describe();
 }
 
