@@ -208,7 +208,7 @@ class ShmEngine {
     kTrCopyIssue,     // cudaMemcpyAsync + event record (the side that copies)
     kTrCopyRun,       // copy issued -> seen done
     kTrCts,           // CTS sent -> the sender handles it
-    kTrPushed,        // PUSHED sent -> the receiver handles it
+    kTrPushed,        // PUSHED or ADVERT_DONE sent -> the receiver handles it
     kTrRecvFinish,    // receiver: copy seen done -> the receive request completed
     kTrTurnaround,    // a receive completed -> this rank's next GPU send starts (application, MPI entry)
     kTrRecvReturn,    // a blocking receive completed -> its MPI call returns to the application

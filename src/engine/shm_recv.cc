@@ -217,7 +217,6 @@ void ShmRecv::claimedBy(shm::Peer& p) {
 
 // The sender copied `len` bytes into the advertised buffer.
 void ShmRecv::onAdvertDone(shm::Peer& p, std::uint64_t len) {
-  advert_ = 0;
   if (state_ != State::kReceiving || from_ != &p || len == 0 || len > target_.capacity() || !chooseDestination(true) ||
       !dstAsync_) {
     fail(base::Status(base::Errc::kProtocol, "unexpected delivery into an advertised buffer from rank " +

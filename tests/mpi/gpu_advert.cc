@@ -164,6 +164,15 @@ void truncation(t::Kind sk, t::Kind rk, std::size_t n, int me) {
   T_CHECK(bad == 0, "%s: %zu bytes wrong", what, bad);
 }
 
+// Receiver: both buffers poisoned, the first one's receive (n bytes, tag) posted.
+MPI_Request postInto(t::Buf& first, t::Buf& second, std::size_t n, int tag) {
+  first.poison();
+  second.poison();
+  MPI_Request r;
+  MPI_Irecv(first.ptr(), static_cast<int>(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD, &r);
+  return r;
+}
+
 // Cancel: before any send (cancelled; the message then goes to a later receive), and after the
 // sender's synchronous send completed (too late: the receive completes with the message).
 void cancels(t::Kind sk, t::Kind rk, std::size_t n, int me) {
@@ -172,11 +181,8 @@ void cancels(t::Kind sk, t::Kind rk, std::size_t n, int me) {
   const int tag = 500;
   t::Buf a(me == 0 ? sk : rk, n), b(me == 0 ? sk : rk, n);
   if (me == 1) {
-    a.poison();
-    b.poison();
-    MPI_Request r;
+    MPI_Request r = postInto(a, b, n, tag);
     MPI_Status st;
-    MPI_Irecv(a.ptr(), static_cast<int>(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD, &r);
     MPI_Cancel(&r);
     T_MPI(MPI_Wait(&r, &st));
     int cancelled = 0;
@@ -210,11 +216,8 @@ void probeAfter(t::Kind sk, t::Kind rk, std::size_t n, int me) {
   const int tag = 600;
   t::Buf a(me == 0 ? sk : rk, n), b(me == 0 ? sk : rk, n + 5);
   if (me == 1) {
-    a.poison();
-    b.poison();
-    MPI_Request r;
+    MPI_Request r = postInto(a, b, n, tag);
     MPI_Status st;
-    MPI_Irecv(a.ptr(), static_cast<int>(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD, &r);
     MPI_Barrier(MPI_COMM_WORLD);
     T_MPI(MPI_Wait(&r, &st));
     char what[96];

@@ -1,0 +1,113 @@
+// Receives advertised to their co-located sender before their message comes (shm_ops.hpp,
+// channel/shm/advert.hpp): posting an advert, retracting the unclaimed ones before a message
+// record of that sender is matched, withdrawing one on cancel or failure, and the sender's
+// ADVERT_DONE / ADVERT_ABORT.
+#include <algorithm>
+#include <string>
+
+#include "base/errors.hpp"
+#include "engine/shm_engine.hpp"
+#include "engine/shm_ops.hpp"
+
+namespace cgdr::engine {
+namespace shm = channel::shm;
+
+void ShmEngine::advertise(ShmRecv& r, CtxQueues& q) {
+  shm::Peer& p = *r.sourcePeer();
+  if (!r.advertisable() || !p.advertsIn.usable() || p.dead) return;
+  // A message that could claim r could be taken by an earlier receive that is not advertised.
+  for (ShmRecv* o : q.posted) {
+    if (o == &r) break;
+    if (!o->advert() && o->matches(r.source(), r.tag())) return;
+  }
+  GpuOffer o;
+  if (!r.describeForAdvert(&o)) return;
+  std::uint64_t idx = p.advertsIn.post(r.ctx(), r.tag(), r.capacity(), p.seqIn, &o, sizeof o);
+  if (!idx) return;
+  r.setAdvert(idx);
+  adverts_[p.local].push_back({idx, &r, false});
+  ++stats_.advertised;
+}
+
+void ShmEngine::resolveAdverts(shm::Peer& p) {
+  auto& live = adverts_[p.local];
+  for (auto it = live.begin(); it != live.end();) {
+    if (it->claimed) {
+      ++it;
+      continue;
+    }
+    if (p.advertsIn.retract(it->idx)) {
+      if (it->recv) it->recv->setAdvert(0);  // an ordinary posted receive again, in its place
+      p.advertsIn.release(it->idx);
+      it = live.erase(it);
+      ++stats_.advertsRetracted;
+      continue;
+    }
+    it->claimed = true;  // matched by a send of p: its bytes are on their way
+    if (it->recv) {
+      unpost(it->recv);
+      it->recv->claimedBy(p);
+    }
+    ++it;
+  }
+}
+
+bool ShmEngine::withdrawAdvert(ShmRecv* r, bool forget) {
+  shm::Peer* p = r->sourcePeer();
+  if (!p) return true;
+  auto& live = adverts_[p->local];
+  for (auto it = live.begin(); it != live.end(); ++it) {
+    if (it->recv != r) continue;
+    if (!it->claimed && p->advertsIn.retract(it->idx)) {
+      p->advertsIn.release(it->idx);
+      live.erase(it);
+      r->setAdvert(0);
+      ++stats_.advertsRetracted;
+      return true;
+    }
+    if (!it->claimed) {
+      it->claimed = true;
+      if (!forget) {
+        unpost(r);
+        r->claimedBy(*p);
+      }
+    }
+    if (forget) {
+      it->recv = nullptr;
+      r->setAdvert(0);
+    }
+    return false;
+  }
+  r->setAdvert(0);
+  return true;
+}
+
+// ADVERT_DONE / ADVERT_ABORT: the sender that claimed advert c.msgId delivered (or could not).
+void ShmEngine::advertEnded(shm::Peer& p, const shm::CtlRecord& c) {
+  auto& live = adverts_[p.local];
+  auto it = std::find_if(live.begin(), live.end(), [&](const LiveAdvert& a) { return a.idx == c.msgId; });
+  if (it == live.end()) {
+    breakPeer(p, "delivery into a buffer that was not advertised to it");
+    return;
+  }
+  ShmRecv* r = it->recv;
+  bool noticed = it->claimed;
+  p.advertsIn.release(it->idx);
+  live.erase(it);
+  if (!r) return;
+  r->setAdvert(0);
+  if (!noticed) {
+    unpost(r);
+    r->claimedBy(p);
+  }
+  if (static_cast<shm::CtlType>(c.type) == shm::CtlType::kAdvertDone) {
+    ++stats_.advertsClaimed;
+    if (c.sentNs && tracing()) trace(kTrPushed, c.sentNs);
+    r->onAdvertDone(p, c.len);
+  } else {
+    r->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
+                                                " could not copy the message's GPU data"));
+  }
+}
+
+}  // namespace cgdr::engine
