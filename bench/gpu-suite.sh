@@ -133,7 +133,7 @@ fi
 
 if has probe 30; then
   # A/B of settings, natively and across pods, side by side in one call (PROBE_TEST: latency,
-  # bw, bibw): PROBE="WHERE:KINDS:SETTING ..." (SETTING VAR=VALUE or "-").
+  # bw, bibw): PROBE="WHERE:KINDS:SETTING ..." (SETTING VAR=VALUE[,VAR=VALUE...] or "-").
   b=$build/tools/cgdr-bench/cgdr-bench
   pods=$build/bin/cgdr-pods
   [ -x "$build/bench/cgdr-ipc-probe" ] && timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 \
@@ -141,23 +141,26 @@ if has probe 30; then
   for p in ${PROBE:-"native:DD:-" "native:VV:-" "pods:VV:-" "pods:DV:-" "native:DD:CGDR_CUDA_PUSH=always"}; do
     IFS=: read -r where kinds v <<<"$p"
     [ "$v" = - ] && v=CGDR_FORCE_CHANNEL=auto
+    xs=()
+    IFS=, read -ra kv <<<"$v"
+    for x in "${kv[@]}"; do xs+=(-x "$x"); done
     args=(${PROBE_TEST:-latency} "${kinds:0:1}" "${kinds:1:1}" -m "${PROBE_RANGE:-1:1M}" -i ${PROBE_ITERS:-1000:20})
     tr=(-x CGDR_STATS=1 -x CGDR_TRACE_GPU=1)
     # native: both GPUs visible to both ranks; native1: each rank sees only its GPU; pods: one
     # GPU per pod; pods2: both GPUs visible in both pods (each uses its own first).
     case $where in
-      native) r=$(timeout 40 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${tr[@]}" -x "$v" \
+      native) r=$(timeout 40 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${tr[@]}" "${xs[@]}" \
                   "$b" "${args[@]}" 2>&1) ;;
-      native1) r=$(timeout 40 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${tr[@]}" -x "$v" \
+      native1) r=$(timeout 40 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${tr[@]}" "${xs[@]}" \
                    bash -c 'export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$0" "$@"' "$b" "${args[@]}" 2>&1) ;;
-      pods) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
-      pods2) r=$(timeout 40 "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
+      pods) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
+      pods2) r=$(timeout 40 "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
       # podsx: pods on swapped CPUs; podscpu2: two CPUs per pod (the pod's daemon beside the rank)
-      podsx) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "3;2" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
-      podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2,4;3,5" "${tr[@]}" -x "$v" -- "$b" "${args[@]}" 2>&1) ;;
+      podsx) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "3;2" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
+      podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2,4;3,5" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
     esac
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
-    grep -E "trace|channels|GPU copies" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
+    grep -E "trace|channels|GPU copies|GPU pushed" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
   done
 fi
 

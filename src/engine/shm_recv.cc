@@ -23,8 +23,8 @@ base::ChoiceSetting gPush("CGDR_CUDA_PUSH", "posted", {"off", "fallback", "poste
                           "an IPC handle, an exportable cuMem allocation). fallback: only where the receiver cannot "
                           "pull from the sender's buffer (e.g. cudaMalloc source, exportable destination across "
                           "containers); posted: also where the receive was posted before the send came (the "
-                          "receiver advertises its buffer, and the sender copies without a round trip); always: "
-                          "whenever possible; off: never.");
+                          "receiver advertises its buffer, and the sender copies without a round trip) and above "
+                          "CGDR_CUDA_PULL_LIMIT; always: whenever possible; off: never.");
 enum { kPushOff, kPushFallback, kPushPosted, kPushAlways };
 
 // Reads n bytes of another process's memory (single copy); false if the kernel refuses.
@@ -166,6 +166,7 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
   e_.watchCopies(this);
   e_.countChannel(ch, size_);
   ++e_.stats().singleCopy;
+  ++e_.stats().pulled;
   return true;
 }
 
@@ -247,11 +248,13 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
       issue_ = paths->issueFor(env.offer, target_.gpu() ? target_.device() : -1);
     }
     // Where the sender can map this rank's buffer it may push: the same single-copy channels.
+    // posted: above the pull limit it pushes, so both directions of a pair agree on who copies.
     GpuOffer target;
     int push = gPush.get().index;
     bool fallback = push == kPushFallback || push == kPushPosted;  // (posted: adverts, else as fallback)
     bool canPull = q.caps.ipc || q.caps.vmmZc;
-    if (paths && (push == kPushAlways || (fallback && !canPull)) && expect_ &&
+    bool senderCopies = push == kPushAlways || (push == kPushPosted && sched::senderCopies(sched::table(), q));
+    if (paths && (senderCopies || (fallback && !canPull)) && expect_ &&
         env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) && target_.gpu() && target_.contiguous() &&
         target_.direct()) {
       paths->describe(from.worldRank, target_.direct(), expect_, target_.mem(), &target);
@@ -261,7 +264,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
     if (t0) e_.trace(ShmEngine::kTrRecvChoose, t0);
     if (ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) {
-      if (fallback && canPull && startPull(from, env, ch)) return;
+      if (fallback && canPull && !senderCopies && startPull(from, env, ch)) return;
       if (target.flags) {  // the handle kind of the chosen channel, else the other one
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;

@@ -34,6 +34,11 @@ Channel select(const Table& t, const Query& q) {
   return Channel::kHostPipe;  // every list ends with it; this is for an empty (misconfigured) list
 }
 
+bool senderCopies(const Table& t, const Query& q) {
+  return q.src == mem::MemKind::kDevice && q.dst == Dst::kGpu && q.peer != PeerClass::kSelf &&
+         q.bytes > t.pullLimit(q.peer, q.pattern);
+}
+
 const std::vector<Rule>& Table::rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) const {
   return rules_[static_cast<int>(p)][gpuSrc][static_cast<int>(d)][static_cast<int>(pat)];
 }
@@ -63,6 +68,13 @@ std::string Table::describe() const {
           }
           out += "\n";
         }
+  for (int p = 1; p < static_cast<int>(PeerClass::kCount); ++p)
+    for (int pat = 0; pat < 2; ++pat) {
+      std::size_t lim = pullLimit_[p][pat];
+      std::snprintf(line, sizeof line, "%-15s GPU  %-17s %-9s: receiver pulls <=%zu, sender pushes above\n", peers[p],
+                    "(not advertised)", pat ? "bandwidth" : "latency", lim);
+      out += line;
+    }
   return out;
 }
 

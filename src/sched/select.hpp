@@ -60,13 +60,26 @@ class Table {
   std::vector<Rule>& rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat);
   std::string describe() const;
   Channel forced = Channel::kCount;  // CGDR_FORCE_CHANNEL (tests): used whenever the pair can
+  // Who copies a device-to-GPU message on a single-copy channel that the receiver matched from its
+  // envelope (its receive was not advertised): up to this size the receiver pulls, above it the
+  // sender pushes into the receiver's buffer (so with traffic both ways each GPU copies only its
+  // outgoing messages, as it does for advertised receives).
+  std::size_t& pullLimit(PeerClass p, Pattern pat) { return pullLimit_[static_cast<int>(p)][static_cast<int>(pat)]; }
+  std::size_t pullLimit(PeerClass p, Pattern pat) const {
+    return pullLimit_[static_cast<int>(p)][static_cast<int>(pat)];
+  }
 
  private:
   std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][4][2];
+  std::size_t pullLimit_[static_cast<int>(PeerClass::kCount)][2] = {};
 };
 
 // Pure: the channel for one message.
 Channel select(const Table& t, const Query& q);
+// Pure: whether the sender should copy a message the receiver matched from its envelope (a device
+// source, a GPU destination, above the pull limit); the caller still needs a single-copy channel
+// and a buffer the sender can map.
+bool senderCopies(const Table& t, const Query& q);
 // Whether the pair can use a channel at all for this query.
 bool usable(Channel c, const Query& q);
 

@@ -31,16 +31,22 @@ Setting<Bytes> gIpcBw("CGDR_CUDA_IPC_THRESHOLD_BW", "0", "bytes", "As CGDR_CUDA_
 Setting<Bytes> gStageMin("CGDR_CUDA_VMM_STAGE_MIN", "128K", "bytes",
                          "GPU messages from this size on may go through the sender's cuMem staging ring when no "
                          "single-copy path exists (smaller: host staging).");
-Setting<Bytes> gAdvert("CGDR_CUDA_ADVERT_LIMIT", "1M", "bytes",
+Setting<Bytes> gAdvert("CGDR_CUDA_ADVERT_LIMIT", "1024G", "bytes",
                        "A sender copies a GPU message of up to this size straight into a receive the receiver "
-                       "posted before it came and advertised (CGDR_CUDA_PUSH=posted); larger ones rendezvous and "
-                       "the receiver pulls (latency-bound traffic). Measured on nvidia-h200-x2: pushing large "
-                       "messages both ways at once beats pulling them (bibw across containers, 256 MiB: 733 "
-                       "against 669 GB/s), but where a race leaves one side pushing while the other pulls, one "
-                       "GPU drives both directions and bibw halves (371-483 GB/s). With 1 MiB, bibw stayed at "
-                       "0.87-1.24 x Native at every size.");
-Setting<Bytes> gAdvertBw("CGDR_CUDA_ADVERT_LIMIT_BW", "1M", "bytes",
+                       "posted before it came and advertised (CGDR_CUDA_PUSH=posted); larger ones rendezvous "
+                       "(latency-bound traffic).");
+Setting<Bytes> gAdvertBw("CGDR_CUDA_ADVERT_LIMIT_BW", "1024G", "bytes",
                          "As CGDR_CUDA_ADVERT_LIMIT, for bandwidth-bound traffic.");
+Setting<Bytes> gPullLimit("CGDR_CUDA_PULL_LIMIT", "1M", "bytes",
+                          "A GPU message whose receive was not advertised (posted after it came) is pulled by the "
+                          "receiver up to this size; a larger one is pushed by its sender into the receiver's buffer "
+                          "(one more control hop), as advertised receives are (CGDR_CUDA_PUSH=posted). Then with "
+                          "traffic both ways each GPU copies only its outgoing messages: on nvidia-h200-x2 one GPU "
+                          "driving both directions tops out at ~390 GB/s in total, and bibw across containers at "
+                          "256 MiB fell to 371-483 GB/s where one side pushed and the other pulled (latency-bound "
+                          "traffic).");
+Setting<Bytes> gPullLimitBw("CGDR_CUDA_PULL_LIMIT_BW", "1M", "bytes",
+                            "As CGDR_CUDA_PULL_LIMIT, for bandwidth-bound traffic.");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});
 Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
@@ -100,6 +106,7 @@ void fill(Table& t, PeerClass p) {
     t.rules(p, true, Dst::kPosted, pt) = {{advert, Channel::kCudaIpc}, {advert, Channel::kCudaVmmZc},
                                           {kAll, Channel::kHostPipe}};
     t.rules(p, false, Dst::kPosted, pt) = {{kAll, Channel::kHostPipe}};
+    t.pullLimit(p, pt) = (bw ? gPullLimitBw : gPullLimit).get().value;
   }
 }
 

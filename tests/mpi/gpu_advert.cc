@@ -2,8 +2,9 @@
 // sender, which copies straight into them (CGDR_CUDA_PUSH=posted). MPI's rules must hold whether
 // the sender claims an advert or the receiver retracts it: posting order against wildcard and
 // later receives, non-overtaking with host messages in between, truncation, cancel before and
-// after the sender claimed, synchronous sends, probes. Rank 0 sends, rank 1 receives; every
-// message byte-exact with a pattern per rank, message and offset; sizes from the common list.
+// after the sender claimed, synchronous sends, probes, and both directions at once. Rank 0 sends,
+// rank 1 receives (both send in `bothWays`); every message byte-exact with a pattern per rank,
+// message and offset; sizes from the common list.
 #include <mpi.h>
 
 #include <cstdio>
@@ -56,6 +57,48 @@ void window(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int m
       checkStatus(st[i], 0, 100 + i % 2, bufs[i]->size(), what);
       bufs[i]->expect(t::seedOf(0, base + i), bufs[i]->size(), what);
     }
+  }
+}
+
+// Both directions at once, as in a bidirectional bandwidth test: rank 0 posts its receives before
+// rank 1 sends (advertised), rank 1 posts its receives after rank 0's messages came (matched from
+// their envelopes). Every message byte-exact. (Above CGDR_CUDA_PULL_LIMIT both directions must be
+// copied by their sender: gpu.push_both_ways checks the counters.)
+void bothWays(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int me) {
+  const int w = static_cast<int>(sizes.size());
+  const int peer = 1 - me;
+  int base = gMsg;
+  gMsg += 2 * w;
+  std::vector<std::unique_ptr<t::Buf>> out, in;
+  std::vector<MPI_Request> reqs(static_cast<std::size_t>(2 * w), MPI_REQUEST_NULL);
+  for (int i = 0; i < w; ++i) {
+    std::size_t n = sizes[static_cast<std::size_t>(i)];
+    out.push_back(std::make_unique<t::Buf>(sk, n));
+    out.back()->fill(t::seedOf(me, base + me * w + i));
+    in.push_back(std::make_unique<t::Buf>(rk, n));
+    in.back()->poison();
+  }
+  auto post = [&](bool receives) {
+    for (int i = 0; i < w; ++i) {
+      t::Buf& b = receives ? *in[i] : *out[i];
+      int n = static_cast<int>(b.size());
+      if (receives) MPI_Irecv(b.ptr(), n, MPI_BYTE, peer, 700 + i, MPI_COMM_WORLD, &reqs[w + i]);
+      else MPI_Isend(b.ptr(), n, MPI_BYTE, peer, 700 + i, MPI_COMM_WORLD, &reqs[i]);
+    }
+  };
+  if (me == 0) post(true);
+  MPI_Barrier(MPI_COMM_WORLD);  // rank 0's receives are posted
+  post(false);
+  MPI_Barrier(MPI_COMM_WORLD);  // rank 0's envelopes are in rank 1's ring
+  if (me == 1) post(true);
+  std::vector<MPI_Status> st(static_cast<std::size_t>(2 * w));
+  T_MPI(MPI_Waitall(2 * w, reqs.data(), st.data()));
+  for (int i = 0; i < w; ++i) {
+    char what[96];
+    std::snprintf(what, sizeof what, "both ways %s->%s, from rank %d, message %d n=%zu", t::name(sk), t::name(rk),
+                  peer, i, in[i]->size());
+    checkStatus(st[w + i], peer, 700 + i, in[i]->size(), what);
+    in[i]->expect(t::seedOf(peer, base + peer * w + i), in[i]->size(), what);
   }
 }
 
@@ -253,6 +296,7 @@ int main(int argc, char** argv) {
   if (t::size() == 2) {
     for (auto [sk, rk] : pairs) {
       window(sk, rk, sizes, me);
+      bothWays(sk, rk, sizes, me);
       for (std::size_t n : sizes) {
         postingOrder(sk, rk, n, me);
         hostFirst(sk, rk, n, me);

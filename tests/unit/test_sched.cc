@@ -40,8 +40,8 @@ sched::Table tableWith(std::map<std::string, std::string> vars) {
 Channel expected(const Query& q) {
   bool gpu = q.src != mem::MemKind::kHost;
   bool device = q.src == mem::MemKind::kDevice;
-  if (q.dst == Dst::kPosted) {  // a receive advertised first: the sender copies up to 1 MiB itself
-    if (!device || !q.caps.contiguous || q.bytes > (1u << 20)) return Channel::kHostPipe;
+  if (q.dst == Dst::kPosted) {  // a receive advertised first: the sender copies into it at every size
+    if (!device || !q.caps.contiguous) return Channel::kHostPipe;
     return q.caps.ipc ? Channel::kCudaIpc : q.caps.vmmZc ? Channel::kCudaVmmZc : Channel::kHostPipe;
   }
   if (!gpu) {
@@ -98,6 +98,10 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
                                    << " pattern " << int(pat) << " caps " << capBits << " bytes " << n << ": got "
                                    << sched::channelName(got) << ", expected " << sched::channelName(want);
               ASSERT_TRUE(sched::usable(got, q)) << sched::channelName(got);
+              // A receive matched from its envelope: the sender copies device data into a GPU
+              // buffer above 1 MiB (between two processes), the receiver pulls the rest.
+              bool push = src == mem::MemKind::kDevice && dst == Dst::kGpu && p != 0 && n > (1u << 20);
+              ASSERT_EQ(sched::senderCopies(t, q), push) << "peer " << p << " dst " << int(dst) << " bytes " << n;
               ++checked;
             }
   EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 64 * 9);
@@ -137,9 +141,43 @@ TEST_F(Sched, AdvertLimitsPerPattern) {
   EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
   q.pattern = Pattern::kBandwidth;
   EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
-  q.bytes += 1;
-  EXPECT_EQ(sched::select(t, q), Channel::kHostPipe) << "above 1 MiB by default: the receiver pulls";
+  q.bytes = std::size_t{256} << 20;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc) << "by default the sender copies into every advertised receive";
   EXPECT_NE(t.describe().find("to posted GPU"), std::string::npos) << t.describe();
+}
+
+TEST_F(Sched, PullLimitPerPatternAndPeerClass) {
+  sched::Table t = tableWith({{"CGDR_CUDA_PULL_LIMIT", "64K"}, {"CGDR_CUDA_PULL_LIMIT_BW", "0"}});
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 65536, Pattern::kLatency, Caps{}};
+  EXPECT_FALSE(sched::senderCopies(t, q)) << "up to the limit the receiver pulls";
+  q.bytes = 65537;
+  EXPECT_TRUE(sched::senderCopies(t, q)) << "above it the sender pushes";
+  q.peer = PeerClass::kSameNamespace;
+  EXPECT_TRUE(sched::senderCopies(t, q)) << "the same for peers in one namespace";
+  q.peer = PeerClass::kSelf;
+  EXPECT_FALSE(sched::senderCopies(t, q)) << "one process copies once anyway";
+  q.peer = PeerClass::kContainer;
+  q.bytes = 1;
+  q.pattern = Pattern::kBandwidth;
+  EXPECT_TRUE(sched::senderCopies(t, q)) << "limit 0: the sender copies every bandwidth-bound message";
+  q.bytes = 0;
+  EXPECT_FALSE(sched::senderCopies(t, q)) << "nothing to copy";
+  q.bytes = 1;
+  q.src = mem::MemKind::kManaged;
+  EXPECT_FALSE(sched::senderCopies(t, q)) << "managed memory is not pushed";
+  q.src = mem::MemKind::kDevice;
+  q.dst = Dst::kHost;
+  EXPECT_FALSE(sched::senderCopies(t, q)) << "only into GPU buffers";
+  t = tableWith({});
+  q.dst = Dst::kGpu;
+  for (Pattern p : {Pattern::kLatency, Pattern::kBandwidth}) {
+    q.pattern = p;
+    q.bytes = std::size_t{1} << 20;
+    EXPECT_FALSE(sched::senderCopies(t, q)) << "default: pulled up to 1 MiB";
+    q.bytes += 1;
+    EXPECT_TRUE(sched::senderCopies(t, q)) << "default: pushed above 1 MiB";
+  }
+  EXPECT_NE(t.describe().find("receiver pulls <=1048576, sender pushes above"), std::string::npos) << t.describe();
 }
 
 TEST_F(Sched, IpcThresholdThroughTheMvapichAlias) {
@@ -256,7 +294,7 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   std::string d = t.describe();
   int lines = 0;
   for (char c : d) lines += c == '\n';
-  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2);
+  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2);  // rule lists, then the pull limits of the two process classes
   EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
   EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
 }
