@@ -65,7 +65,8 @@ void ShmEngine::stop() {
   if (gStats.get()) {
     const Stats& s = e->stats_;
     CGDR_LOG(kWarn, kShm,
-             "stats: eager %llu, rendezvous %llu (single copy %llu, GPU pushed %llu, GPU pulled %llu, pipelined %llu), "
+             "stats: eager %llu, rendezvous %llu (single copy %llu; into GPU buffers pushed %llu, pulled %llu; pipelined "
+             "%llu), "
              "peak unexpected eager bytes %zu, shared segment %zu bytes",
              static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(s.rendezvous),
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pushed),

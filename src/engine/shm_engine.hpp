@@ -190,7 +190,7 @@ class ShmEngine {
   std::atomic<int> pending_{0};
   // Counters (CGDR_STATS=1 prints them at MPI_Finalize).
   struct Stats {
-    std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pushed = 0, pulled = 0, pipelined = 0;
+    std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pushed = 0, pulled = 0, pipelined = 0;  // pulled: into GPU buffers
     std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;
     std::uint64_t channel[static_cast<int>(sched::Channel::kCount)] = {};

@@ -166,7 +166,7 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
   e_.watchCopies(this);
   e_.countChannel(ch, size_);
   ++e_.stats().singleCopy;
-  ++e_.stats().pulled;
+  if (dstAsync_) ++e_.stats().pulled;
   return true;
 }
 
