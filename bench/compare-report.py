@@ -20,13 +20,25 @@ TESTS = [("latency", "us", "latency (us), lower is better"),
 
 
 def load(path):
-    """size -> value; cgdr-bench reports bandwidth in MB/s (as OSU), the table in GB/s."""
+    """size -> value; cgdr-bench reports bandwidth in MB/s (as OSU), the table in GB/s. Where the
+    JSON is missing (a run stopped by its time limit writes none), the rows its log printed so far
+    (OSU format: '# Size  Bandwidth (MB/s)', then 'size value' lines)."""
     try:
         data = json.loads(pathlib.Path(path).read_text())
     except (OSError, ValueError):
-        return {}
+        return load_log(pathlib.Path(path).with_suffix(".log"))
     scale = 1e-3 if "MB/s" in data.get("unit", "") else 1.0
     return {int(r["size"]): float(r["value"]) * scale for r in data.get("results", [])}
+
+
+def load_log(path):
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return {}
+    scale = 1e-3 if re.search(r"^# Size.*MB/s", text, re.M) else 1.0
+    return {int(m.group(1)): float(m.group(2)) * scale
+            for m in re.finditer(r"^(\d+)\s+([0-9.]+)\s*$", text, re.M)}
 
 
 def channels(log):
@@ -85,7 +97,11 @@ def main(folder, table_path, plot_path):
         ranges = channels(folder / f"{test}-opt.log")
         rstage = channels(folder / f"{test}-optstage.log")
         rnat = channels(folder / f"{test}-native.log")
-        lines += [f"## {test} ({unit})", "",
+        cut = [label for m, label in MODES if res[m] and not (folder / f"{test}-{m}.json").exists()]
+        lines += [f"## {test} ({unit})", ""]
+        if cut:
+            lines += [f"({', '.join(cut)}: stopped by its time limit; the sizes its log printed before.)", ""]
+        lines += [
                   "| size | floor | " + " | ".join(n for _, n in MODES) +
                   " | Opt/Nat | Opt(off)/Nat | Opt(V)/Nat | Opt(V,all)/Nat | Opt/floor | speed-up vs Def |"
                   " channel (Opt) | channel (Opt, heap off) | channel (Native) |",
