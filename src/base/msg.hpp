@@ -14,6 +14,7 @@ struct SendArgs {
   int tag;
   MPI_Comm comm;
   SendMode mode = SendMode::kStandard;
+  bool blocking = false;  // MPI_Send / MPI_Ssend (the caller waits for it)
 };
 
 struct RecvArgs {

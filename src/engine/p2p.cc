@@ -227,7 +227,9 @@ int send(const base::SendArgs& a) {
       ShmEngine::get()->sendEntered = 0;  // no envelope of a GPU message follows to be traced
       return rc;
     }
-    auto op = engineSend(a, *c, seen);
+    base::SendArgs b = a;
+    b.blocking = true;
+    auto op = engineSend(b, *c, seen);
     if (!op.isOk()) return raise(a.comm, op.status());
     waitFor(*op.value());
     return finishBlocking(*op.value(), MPI_STATUS_IGNORE);

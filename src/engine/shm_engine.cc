@@ -65,9 +65,8 @@ void ShmEngine::stop() {
   if (gStats.get()) {
     const Stats& s = e->stats_;
     CGDR_LOG(kWarn, kShm,
-             "stats: eager %llu, rendezvous %llu (single copy %llu; into GPU buffers pushed %llu, pulled %llu; pipelined "
-             "%llu), "
-             "peak unexpected eager bytes %zu, shared segment %zu bytes",
+             "stats: eager %llu, rendezvous %llu (single copy %llu; into GPU buffers pushed %llu, pulled %llu; "
+             "pipelined %llu), peak unexpected eager bytes %zu, shared segment %zu bytes",
              static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(s.rendezvous),
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pushed),
              static_cast<unsigned long long>(s.pulled), static_cast<unsigned long long>(s.pipelined),
@@ -76,6 +75,10 @@ void ShmEngine::stop() {
       CGDR_LOG(kWarn, kShm, "stats: adverts: %llu receives advertised, %llu claimed by their sender, %llu retracted",
                static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),
                static_cast<unsigned long long>(s.advertsRetracted));
+    if (s.advertWaits)
+      CGDR_LOG(kWarn, kShm, "stats: advert waits: %llu blocking sends waited, %llu found one, %llu ran out",
+               static_cast<unsigned long long>(s.advertWaits), static_cast<unsigned long long>(s.advertWaitFound),
+               static_cast<unsigned long long>(s.advertWaitRanOut));
     std::string line;
     for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
       if (s.channel[c])

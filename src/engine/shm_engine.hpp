@@ -192,6 +192,7 @@ class ShmEngine {
   struct Stats {
     std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pushed = 0, pulled = 0, pipelined = 0;  // pulled: into GPU buffers
     std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
+    std::uint64_t advertWaits = 0, advertWaitFound = 0, advertWaitRanOut = 0;  // blocking senders
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;
     std::uint64_t channel[static_cast<int>(sched::Channel::kCount)] = {};
     std::uint32_t bySize[65] = {};  // per bit length of the size: channels seen (bit mask)

@@ -78,7 +78,10 @@ class ShmSend final : public base::Op {
   // Starts the one copy into the mapped buffer; false (reported) if it cannot start.
   base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used);
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
-  bool tryClaim(std::uint64_t t0);
+  // *none: the receiver had no advert posted at all.
+  bool tryClaim(std::uint64_t t0, bool* none);
+  // A blocking send that found no advert: whether to hold its envelope back a little longer.
+  bool awaitAdvert();
   void abort(const base::Status& s);
 
   ShmEngine& e_;
@@ -86,6 +89,8 @@ class ShmSend final : public base::Op {
   SendData data_;
   int ctx_, src_, tag_;
   base::SendMode mode_;
+  bool blocking_;
+  std::uint64_t advertWaitUntil_ = 0;  // ns (traceNow): the end of the wait for an advert, once begun
   std::uint64_t msgId_ = 0;
   std::uint64_t toSend_ = 0, sent_ = 0;
   bool devRing_ = false;  // streaming through the cuMem ring (else host chunks)

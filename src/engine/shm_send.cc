@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
+#include "base/config.hpp"
 #include "base/errors.hpp"
 #include "base/log.hpp"
 #include "engine/shm_ops.hpp"
@@ -9,8 +11,16 @@
 namespace cgdr::engine {
 namespace shm = channel::shm;
 
+namespace {
+base::Setting<double> gAdvertWait("CGDR_CUDA_ADVERT_WAIT", "2", "us",
+                                  "A blocking send of GPU data to a co-located peer whose receives were lately "
+                                  "advertised before their messages came waits up to this long for the advert of "
+                                  "its receive before it sends an envelope (0: never waits).");
+}  // namespace
+
 ShmSend::ShmSend(ShmEngine& e, shm::Peer& p, const base::SendArgs& a, const CommInfo& c, SendData data)
-    : e_(e), peer_(p), data_(std::move(data)), ctx_(c.ctx), src_(c.rank), tag_(a.tag), mode_(a.mode) {
+    : e_(e), peer_(p), data_(std::move(data)), ctx_(c.ctx), src_(c.rank), tag_(a.tag), mode_(a.mode),
+      blocking_(a.blocking) {
   comm = c.comm;
   base::setEmptyStatus(&status);
   e_.addPending(1);
@@ -45,7 +55,9 @@ bool ShmSend::tryPost() {
     if (t0) e_.trace(ShmEngine::kTrSendEntry, e_.sendEntered);
     e_.sendEntered = 0;
   }
-  if (gpu && tryClaim(t0)) return true;
+  bool none = false;
+  if (gpu && tryClaim(t0, &none)) return true;
+  if (none && awaitAdvert()) return false;  // queued meanwhile: progress tries again
   bool fits = n <= e_.eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, e_.eagerCredit());
   bool eager = fits;
   GpuOffer offer;
@@ -194,12 +206,15 @@ bool ShmSend::startPush(const GpuOffer& t) {
 // must name a single-copy channel for the pair and the buffer must map here; then the advert is
 // claimed (it may have been retracted meanwhile) and the copy starts. Engine mutex and the
 // peer's sendLock held.
-bool ShmSend::tryClaim(std::uint64_t t0) {
+bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   GpuPaths* paths = e_.gpu();
   std::size_t n = data_.size();
   if (!paths || !data_.contiguous() || !data_.gpuData() || data_.mem().kind != mem::MemKind::kDevice) return false;
   shm::Advert a;
-  if (!peer_.advertsOut.oldest(&a)) return false;
+  if (!peer_.advertsOut.oldest(&a)) {
+    *none = true;
+    return false;
+  }
   if (a.ctx != ctx_ || a.tag != tag_ || a.seq != peer_.seqOut || n > a.capacity || a.payloadBytes != sizeof(GpuOffer))
     return false;
   GpuOffer t;
@@ -219,6 +234,8 @@ bool ShmSend::tryClaim(std::uint64_t t0) {
   }
   advert_ = a.idx;  // matched: this send is that receive's message now
   state_ = State::kStreaming;
+  peer_.advertsInTime = true;
+  if (advertWaitUntil_) ++e_.stats().advertWaitFound;
   ++e_.stats().rendezvous;
   ++e_.stats().singleCopy;
   ++e_.stats().pushed;
@@ -231,6 +248,29 @@ bool ShmSend::tryClaim(std::uint64_t t0) {
   }
   e_.stream(this);
   return true;
+}
+
+// A blocking GPU send whose receiver has no advert posted holds its envelope back for up to
+// CGDR_CUDA_ADVERT_WAIT, where that receiver's receives were lately advertised in time (a send to
+// it claimed one): in a ping-pong the peer posts its next receive just after finishing its own
+// send, and an envelope that comes first costs a match and a pull, or a CTS round trip above the
+// pull limit. The message cannot be received before its receive is posted, so the wait only
+// costs where a receive that is not advertised (e.g. MPI_ANY_SOURCE) is posted within it; a wait
+// that runs out stops the waiting for this peer until a send claims an advert again.
+bool ShmSend::awaitAdvert() {
+  if (!blocking_ || !peer_.advertsInTime || state_ != State::kQueued) return false;
+  static const std::uint64_t waitNs = static_cast<std::uint64_t>(std::max(0.0, gAdvertWait.get()) * 1000.0);
+  if (waitNs == 0) return false;
+  std::uint64_t now = ShmEngine::traceNow();
+  if (!advertWaitUntil_) {
+    advertWaitUntil_ = now + waitNs;
+    ++e_.stats().advertWaits;
+    return true;
+  }
+  if (now < advertWaitUntil_) return true;
+  peer_.advertsInTime = false;
+  ++e_.stats().advertWaitRanOut;
+  return false;
 }
 
 // Host bytes (GPU data copied to host memory first, when it could not be streamed block by block).

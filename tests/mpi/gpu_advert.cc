@@ -2,10 +2,12 @@
 // sender, which copies straight into them (CGDR_CUDA_PUSH=posted). MPI's rules must hold whether
 // the sender claims an advert or the receiver retracts it: posting order against wildcard and
 // later receives, non-overtaking with host messages in between, truncation, cancel before and
-// after the sender claimed, synchronous sends, probes, and both directions at once. Rank 0 sends,
-// rank 1 receives (both send in `bothWays`); every message byte-exact with a pattern per rank,
-// message and offset; sizes from the common list.
+// after the sender claimed, synchronous sends, probes, both directions at once, and blocking
+// sends whose receives come a little later. Rank 0 sends, rank 1 receives (both send in
+// `bothWays`); every message byte-exact with a pattern per rank, message and offset; sizes from
+// the common list.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -281,6 +283,40 @@ void probeAfter(t::Kind sk, t::Kind rk, std::size_t n, int me) {
   }
 }
 
+// Blocking sends whose receives are posted a little after them (rank 1 sleeps 2 ms after the
+// barrier): a receive posted first and claimed (so the sender expects adverts from this peer), then
+// one posted late, which a wait for adverts (gpu.advert_wait: CGDR_CUDA_ADVERT_WAIT=100000 us)
+// lets the send find and copy into, then a late wildcard receive (never advertised), which the
+// wait runs out on before the envelope goes. Every message byte-exact either way.
+void lateReceives(t::Kind sk, t::Kind rk, std::size_t n, int me) {
+  int base = gMsg;
+  gMsg += 3;
+  const int tag = 800;
+  for (int i = 0; i < 3; ++i) {
+    t::Buf b(me == 0 ? sk : rk, n);
+    char what[96];
+    std::snprintf(what, sizeof what, "late receive %d %s->%s n=%zu", i, t::name(sk), t::name(rk), n);
+    if (me == 1) {
+      b.poison();
+      MPI_Request r = MPI_REQUEST_NULL;
+      if (i == 0) MPI_Irecv(b.ptr(), static_cast<int>(n), MPI_BYTE, 0, tag, MPI_COMM_WORLD, &r);
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (i > 0) {
+        usleep(2000);
+        MPI_Irecv(b.ptr(), static_cast<int>(n), MPI_BYTE, i == 1 ? 0 : MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &r);
+      }
+      MPI_Status st;
+      T_MPI(MPI_Wait(&r, &st));
+      checkStatus(st, 0, tag, n, what);
+      b.expect(t::seedOf(0, base + i), n, what);
+    } else {
+      b.fill(t::seedOf(0, base + i));
+      MPI_Barrier(MPI_COMM_WORLD);
+      T_MPI(MPI_Send(b.ptr(), static_cast<int>(n), MPI_BYTE, 1, tag, MPI_COMM_WORLD));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -303,6 +339,7 @@ int main(int argc, char** argv) {
         if (n >= 2) truncation(sk, rk, n, me);
         cancels(sk, rk, n, me);
         probeAfter(sk, rk, n, me);
+        lateReceives(sk, rk, n, me);
       }
     }
   }

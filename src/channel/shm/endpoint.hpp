@@ -43,6 +43,7 @@ struct Peer {
   int pid = -1;              // the peer's pid in this rank's namespace (when cma)
   std::uint32_t seqOut = 0, seqIn = 0;
   std::uint64_t eagerSent = 0;  // eager bytes sent; credit: out.withinCredit()
+  bool advertsInTime = false;   // a send to the peer lately found its receive advertised (engine)
   bool dead = false;
   std::mutex sendLock;       // serialises this rank's threads producing to the peer
 };
