@@ -145,7 +145,8 @@ if has probe 30; then
     IFS=, read -ra kv <<<"$v"
     for x in "${kv[@]}"; do xs+=(-x "$x"); done
     args=(${PROBE_TEST:-latency} "${kinds:0:1}" "${kinds:1:1}" -m "${PROBE_RANGE:-1:1M}" -i ${PROBE_ITERS:-1000:20})
-    tr=(-x CGDR_STATS=1 -x CGDR_TRACE_GPU=1)
+    tr=(-x CGDR_STATS=1)  # PROBE_TRACE=0: without the per-step trace (its clock reads change races)
+    [ "${PROBE_TRACE:-1}" = 1 ] && tr+=(-x CGDR_TRACE_GPU=1)
     # native: both GPUs visible to both ranks; native1: each rank sees only its GPU; pods: one
     # GPU per pod; pods2: both GPUs visible in both pods (each uses its own first).
     case $where in
@@ -160,7 +161,7 @@ if has probe 30; then
       podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2,4;3,5" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
     esac
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
-    grep -E "trace|channels|GPU copies|GPU buffers" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
+    grep -E "trace|channels|GPU copies|GPU buffers|adverts:|advert waits" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
   done
 fi
 

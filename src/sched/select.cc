@@ -68,7 +68,7 @@ std::string Table::describe() const {
           }
           out += "\n";
         }
-  for (int p = 1; p < static_cast<int>(PeerClass::kCount); ++p)
+  for (int p = static_cast<int>(PeerClass::kSameNamespace); p < static_cast<int>(PeerClass::kCount); ++p)  // not self
     for (int pat = 0; pat < 2; ++pat) {
       std::size_t lim = pullLimit_[p][pat];
       std::snprintf(line, sizeof line, "%-15s GPU  %-17s %-9s: receiver pulls <=%zu, sender pushes above\n", peers[p],
