@@ -78,8 +78,12 @@ def main(folder, table_path, plot_path):
         floor["bibw"] = {k: 2 * v for k, v in floor["bw"].items()}  # one copy each way: no better than 2x
     except (OSError, ValueError, KeyError):
         pass
+    # layout.txt (written on a machine of one GPU): the machine, then who uses which GPU
+    layout = (folder / "layout.txt").read_text().splitlines() if (folder / "layout.txt").exists() else []
+    machine = layout[0] if layout else "nvidia-h200-x2"
+    ranks = layout[1] if len(layout) > 1 else "Two ranks, one H200 each"
     lines = ["# GPU comparison: Container-Def / Container-Opt / Native (bench/gpu-compare.sh)", "",
-             "Two ranks, one H200 each, cudaMalloc buffers (Container-Opt: served by cgdr's exportable heap,",
+             f"{ranks}, cudaMalloc buffers (Container-Opt: served by cgdr's exportable heap,",
              "CGDR_CUDA_MALLOC=auto; heap off: the runtime's cudaMalloc, =off) or V (exportable cuMem buffers",
              "the program makes itself), two simulated",
              "containers with separate PID/UTS/net/mount namespaces, each seeing only its own GPU (all",
@@ -157,7 +161,7 @@ def main(folder, table_path, plot_path):
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("cgdr on nvidia-h200-x2: two ranks in two containers (separate PID namespaces) vs native")
+    fig.suptitle(f"cgdr on {machine}: two ranks in two containers (separate PID namespaces) vs native")
     fig.tight_layout()
     fig.savefig(plot_path, dpi=110)
     print(f"plot: {plot_path}")

@@ -14,7 +14,9 @@
 # their own GPU (as the others) and in containers that see both (--gpus "0,1;1,0", each rank on
 # its own first: the driver's copies between GPUs it can see are faster). For latency, bw and bibw,
 # sizes 1 B .. 256 MiB. Writes the raw results under OUTDIR, and the table (markdown) and the
-# plot (PNG) to the given docs paths; prints which channel served each size.
+# plot (PNG) to the given docs paths; prints which channel served each size. On a machine of one
+# GPU both ranks (and both pods) share it, the floor is a bare copy within it, and the all-GPUs-
+# visible variant is left out (OUTDIR/layout.txt says so for the report).
 #   bench/gpu-compare.sh BUILD_DIR OUTDIR [TABLE.md PLOT.png]
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,24 +43,30 @@ run() {  # NAME TIMEOUT COMMAND...: output in $out/NAME.log
   [ $rc -eq 0 ] || tail -5 "$out/$name.log"
 }
 
-"$build/bench/cgdr-peer-copy-bench" -m "$range" --json "$out/floor.json" > "$out/floor.log" 2>&1
+if [ "$gpus" = "0;0" ]; then
+  printf 'one GPU\nTwo ranks sharing one GPU (%s)\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
+    > "$out/layout.txt"
+else
+  rm -f "$out/layout.txt"
+fi
+"$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" --json "$out/floor.json" > "$out/floor.log" 2>&1
 echo "floor: exit $?"
 for t in $tests; do
   o=${opts[$t]}
   run "$t-native" "$limit" mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" -x CGDR_STATS=1 \
     "$b" $t D D -m "$range" $o --json "$out/$t-native.json"
-  run "$t-opt" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -- \
+  run "$t-opt" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t D D -m "$range" $o --json "$out/$t-opt.json"
-  run "$t-optstage" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -x CGDR_CUDA_MALLOC=off -- \
+  run "$t-optstage" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -x CGDR_CUDA_MALLOC=off -- \
     "$b" $t D D -m "$range" $o --json "$out/$t-optstage.json"
-  run "$t-optvmm" "$limit" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_STATS=1 -- \
+  run "$t-optvmm" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t V V -m "$range" $o --json "$out/$t-optvmm.json"
-  run "$t-optvmmall" "$limit" "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" -x CGDR_STATS=1 -- \
+  [ -n "$gpusall" ] && run "$t-optvmmall" "$limit" "$pods" -n 2 --gpus "$gpusall" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t V V -m "$range" $o --json "$out/$t-optvmmall.json"
   od=$o  # the network path is ~100x slower for large messages: fewer large iterations there, and
   # twice the time (a run stopped by its limit still reports the sizes it printed)
   [ "$t" != latency ] && od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
-  run "$t-def" "$((limit * 2))" "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x CGDR_LOCALITY=off -- \
+  run "$t-def" "$((limit * 2))" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_LOCALITY=off -- \
     "$b" $t D D -m "$range" $od --json "$out/$t-def.json"
 done
 python3 "$top/bench/compare-report.py" "$out" "$table" "$plot"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU machine's one-call suite (nvidia-h200-x2): builds cgdr, runs the GPU tests and the
-# benchmarks, and leaves logs under $OUT (suite.tgz with every log, summary.txt).
+# The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
+# pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
+# (suite.tgz with every log, summary.txt).
 #   SUITE_STEPS="env build tests pods hostperf compare smallrep tune probe visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
@@ -27,6 +28,8 @@ has() {
   if [ "$(left)" -lt "${2:-20}" ]; then say "$1: skipped ($(left) s left before the deadline)"; return 1; fi
   say "--- $1 (at $((SECONDS - t0)) s)"
 }
+# Pods get one GPU each ("0;1"); on a machine of one GPU both share it ("0;0").
+G="0;1"; [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ] && G="0;0"
 mpirun2() { timeout "${STEP_TIMEOUT:-120}" mpirun --bind-to core --map-by core -np 2 "$@"; }
 withcgdr() { echo -x "LD_PRELOAD=$lib"; }
 
@@ -122,11 +125,11 @@ if has tune 60; then
       grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2/1000}')"
   done
   for v in ${TUNE_DEV:-"CGDR_CUDA_STAGE_SLOTS=4" "CGDR_CUDA_STAGE_SLOTS=8" "CGDR_CUDA_BLOCK_SIZE=32M"}; do
-    say "tune D D pods bw $v: $(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x "$v" -- "$b" bw D D -m 4M:256M \
+    say "tune D D pods bw $v: $(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "2;3" -x "$v" -- "$b" bw D D -m 4M:256M \
       -i 20:4 -W 16 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2/1000}')"
   done
   for v in ${TUNE_LAT:-"CGDR_FORCE_CHANNEL=auto"}; do
-    say "tune D D pods latency $v: $(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x "$v" -- "$b" latency D D \
+    say "tune D D pods latency $v: $(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "2;3" -x "$v" -- "$b" latency D D \
       -m 1:4M -i 200:20 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2}')"
   done
 fi
@@ -154,11 +157,11 @@ if has probe 30; then
                   "$b" "${args[@]}" 2>&1) ;;
       native1) r=$(timeout 40 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${tr[@]}" "${xs[@]}" \
                    bash -c 'export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$0" "$@"' "$b" "${args[@]}" 2>&1) ;;
-      pods) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2;3" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
+      pods) r=$(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "2;3" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
       pods2) r=$(timeout 40 "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
       # podsx: pods on swapped CPUs; podscpu2: two CPUs per pod (the pod's daemon beside the rank)
-      podsx) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "3;2" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
-      podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "0;1" --cpus "2,4;3,5" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
+      podsx) r=$(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "3;2" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
+      podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "2,4;3,5" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
     esac
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
     grep -E "trace|channels|GPU copies|GPU buffers|adverts:|advert waits" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"

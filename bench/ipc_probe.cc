@@ -6,7 +6,10 @@
 // Per size, median microseconds of: "push" (rank 0 copies its buffer into rank 1's, polls an
 // event), "pull" (rank 0 copies rank 1's buffer into its own), and the ping-pongs "push pp" /
 // "pull pp" (half round trip; each hop: one copy plus a zero-byte host message telling the peer,
-// as a rendezvous would).
+// as a rendezvous would); "one pp": rank 0 makes every copy (pushes its messages, pulls rank 1's),
+// so only one process puts work on the GPU(s); "local pp": each hop's sender copies 8 bytes within
+// its own buffer (no IPC), to tell what GPU work alternating between two processes costs; "D2H
+// pp" / "H2D pp": the same with a copy of n bytes between its buffer and its pinned host memory.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -46,6 +49,8 @@ int main(int argc, char** argv) {
   const std::size_t cap = std::size_t{1} << 20;
   void* mine = nullptr;
   check(cudaMalloc(&mine, cap), "cudaMalloc");
+  void* host = nullptr;
+  check(cudaMallocHost(&host, cap), "cudaMallocHost");
   cudaIpcMemHandle_t h[2];
   check(cudaIpcGetMemHandle(&h[rank], mine), "cudaIpcGetMemHandle");
   MPI_Allgather(&h[rank], sizeof h[0], MPI_BYTE, h, sizeof h[0], MPI_BYTE, MPI_COMM_WORLD);
@@ -65,8 +70,10 @@ int main(int argc, char** argv) {
     std::sort(t.begin(), t.end());
     return t[t.size() / 2] * 1e6;
   };
-  if (rank == 0) std::printf("# %10s %10s %10s %10s %10s\n", "bytes", "push", "pull", "push pp", "pull pp");
-  for (std::size_t n : {std::size_t{8}, std::size_t{4096}, std::size_t{65536}, cap}) {
+  if (rank == 0)
+    std::printf("# %10s %10s %10s %10s %10s %10s %10s %10s %10s\n", "bytes", "push", "pull", "push pp", "pull pp",
+                "one pp", "local pp", "D2H pp", "H2D pp");
+  for (std::size_t n : {std::size_t{8}, std::size_t{4096}, std::size_t{32768}, std::size_t{65536}, cap}) {
     double push = 0, pull = 0;
     if (rank == 0) {  // one-sided: rank 1 waits in the barrier
       std::vector<double> a, b;
@@ -87,8 +94,8 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     // Ping-pong: the mover copies, then a zero-byte message; push: the sender moves, pull: the
     // receiver moves after the message.
-    double pp[2];
-    for (int mode = 0; mode < 2; ++mode) {
+    double pp[6];
+    for (int mode = 0; mode < 6; ++mode) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = 0;
       for (int k = 0; k < iters + 10; ++k) {
@@ -96,20 +103,26 @@ int main(int argc, char** argv) {
         for (int turn = 0; turn < 2; ++turn) {
           bool sender = turn == rank;
           if (sender) {
-            if (mode == 0) copy(peer, mine, n);
+            if (mode == 0 || (mode == 2 && rank == 0)) copy(peer, mine, n);
+            if (mode == 3) copy(static_cast<char*>(mine) + 8, mine, 8);
+            if (mode == 4) copy(host, mine, n);
+            if (mode == 5) copy(mine, host, n);
             MPI_Send(nullptr, 0, MPI_BYTE, 1 - rank, 0, MPI_COMM_WORLD);
           } else {
             MPI_Recv(nullptr, 0, MPI_BYTE, 1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            if (mode == 1) copy(mine, peer, n);
+            if (mode == 1 || (mode == 2 && rank == 0)) copy(mine, peer, n);
           }
         }
       }
       pp[mode] = (MPI_Wtime() - t0) / iters / 2 * 1e6;
     }
-    if (rank == 0) std::printf("  %10zu %10.2f %10.2f %10.2f %10.2f\n", n, push, pull, pp[0], pp[1]);
+    if (rank == 0)
+      std::printf("  %10zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", n, push, pull, pp[0], pp[1],
+                  pp[2], pp[3], pp[4], pp[5]);
   }
   cudaIpcCloseMemHandle(peer);
   cudaFree(mine);
+  cudaFreeHost(host);
   MPI_Finalize();
   return 0;
 }

@@ -12,13 +12,13 @@ out=${2:?OUTDIR}
 range=${SMALL_RANGE:-1:65536}
 iters=${SMALL_ITERS:-2000:20}
 for ((r = 1; r <= ${SMALL_ROUNDS:-3}; ++r)); do
-  "$build/bench/cgdr-peer-copy-bench" -m "$range" 2>&1 | awk '/^ *[0-9]/ {print $1, $2}' > "$out/floor.$r"
+  "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" 2>&1 | awk '/^ *[0-9]/ {print $1, $2}' > "$out/floor.$r"
   timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "$b" latency D D -m "$range" -i $iters \
     2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/native.$r"
-  timeout 60 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -- "$b" latency D D -m "$range" -i $iters \
+  timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -- "$b" latency D D -m "$range" -i $iters \
     2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/opt.$r"
   if [ -n "${SMALL_ALT:-}" ]; then
-    timeout 60 "$pods" -n 2 --gpus "0;1" --cpus "2;3" -x "$SMALL_ALT" -- "$b" latency D D -m "$range" -i $iters \
+    timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x "$SMALL_ALT" -- "$b" latency D D -m "$range" -i $iters \
       2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt.$r"
   fi
 done

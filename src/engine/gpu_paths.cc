@@ -51,6 +51,7 @@ std::unique_ptr<GpuPaths> GpuPaths::open(MPI_Comm world, std::uint64_t nonce, co
                                          std::uint32_t slots) {
   std::unique_ptr<GpuPaths> g(new GpuPaths);
   g->slots_ = slots;
+  PMPI_Comm_rank(world, &g->self_);
   const topo::LocalityTable& t = topo::locality();
   gPeers.assign(t.peers.size(), PeerCaps{});
   for (std::size_t i = 0; i < t.peers.size(); ++i) {
@@ -278,6 +279,26 @@ mem::Issue GpuPaths::issueFor(const GpuOffer& o, int device) {
   for (const auto& u : uuids_)
     if (u.size() == 16 && std::memcmp(u.data(), o.gpu, 16) == 0) return mem::Issue::kMemcpy;  // another visible GPU
   return mem::Issue::kGraph;  // a GPU this process cannot see
+}
+
+bool GpuPaths::sameGpu(const GpuOffer& o, int device) {
+  static const std::uint8_t kNone[16] = {};
+  if (device < 0 || std::memcmp(o.gpu, kNone, sizeof kNone) == 0) return false;
+  std::lock_guard lock(mutex_);
+  const std::uint8_t* mine = uuidOf(device);
+  return mine && std::memcmp(mine, o.gpu, 16) == 0;
+}
+
+bool GpuPaths::pullable(int w, const void* p, std::size_t n, const mem::MemInfo& known) {
+  if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return false;
+  sched::Caps caps = senderCaps(w);
+  if (!caps.ipc && !caps.vmmZc) return false;
+  auto addr = reinterpret_cast<std::uint64_t>(p);
+  std::lock_guard lock(mutex_);
+  const Export* e = exportOf(p, n, caps.vmmZc, known);
+  if (!e) return false;
+  return (caps.ipc && e->ipcOk && addr >= e->ipc.base && addr + n <= e->ipc.base + e->rangeSize) ||
+         (caps.vmmZc && e->zcOk && addr >= e->zcBase && addr + n <= e->zcBase + e->zcSize);
 }
 
 std::uint64_t GpuPaths::peerMemoryId(int w, sched::Channel c, std::uint64_t id) {

@@ -60,6 +60,14 @@ class GpuPaths {
   // staging ring of its sender, on the same GPU): through the copy graph where they are on the
   // same GPU or on one this process cannot see, else cudaMemcpyAsync (mem::Issue).
   mem::Issue issueFor(const GpuOffer& o, int device);
+  // Whether the bytes `o` describes are on this rank's GPU `device` (false where unknown).
+  bool sameGpu(const GpuOffer& o, int device);
+  // Whether this rank drives the pair it forms with peerWorld where their buffers share a GPU
+  // (sched::Table::sameGpuDriver): the lower world rank does.
+  bool drives(int peerWorld) const { return self_ < peerWorld; }
+  // Whether peerWorld could pull n contiguous bytes of device memory at p (legacy IPC or an
+  // exportable cuMem allocation), as describe() would offer them; nothing is shared yet.
+  bool pullable(int peerWorld, const void* p, std::size_t n, const mem::MemInfo& known);
   // An identity of peerWorld's memory that `o` names for channel c (kCudaIpc, kCudaVmmZc), for
   // the copy graphs (mem::CopyIds); 0: none.
   static std::uint64_t peerMemoryId(int peerWorld, const GpuOffer& o, sched::Channel c) {
@@ -145,6 +153,7 @@ class GpuPaths {
   std::unique_ptr<std::atomic<std::uint64_t>[]> ringShared_, ringMapped_;
   std::atomic<char*> ringBase_{nullptr};
   std::atomic<int> home_{-1};
+  int self_ = -1;  // this rank in the engine's world
   std::size_t slotBytes_ = 0;
   std::uint32_t slots_ = 0;
   bool ringFailed_ = false;

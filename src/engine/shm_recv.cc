@@ -248,13 +248,19 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
       issue_ = paths->issueFor(env.offer, target_.gpu() ? target_.device() : -1);
     }
     // Where the sender can map this rank's buffer it may push: the same single-copy channels.
-    // posted: above the pull limit it pushes, so both directions of a pair agree on who copies.
+    // posted: above the pull limit it pushes, so both directions of a pair agree on who copies
+    // (on one GPU: where it drives the pair). fallback (and posted otherwise): only where this
+    // rank cannot pull.
+    if (paths && target_.gpu() && env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice)) {
+      q.sameGpu = paths->sameGpu(env.offer, target_.device());
+      q.senderDrives = !paths->drives(from.worldRank);
+    }
     GpuOffer target;
     int push = gPush.get().index;
-    bool fallback = push == kPushFallback || push == kPushPosted;  // (posted: adverts, else as fallback)
     bool canPull = q.caps.ipc || q.caps.vmmZc;
-    bool senderCopies = push == kPushAlways || (push == kPushPosted && sched::senderCopies(sched::table(), q));
-    if (paths && (senderCopies || (fallback && !canPull)) && expect_ &&
+    bool askPush = push == kPushAlways || (push == kPushPosted && sched::senderCopies(sched::table(), q)) ||
+                   ((push == kPushFallback || push == kPushPosted) && !canPull);
+    if (paths && askPush && expect_ &&
         env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) && target_.gpu() && target_.contiguous() &&
         target_.direct()) {
       paths->describe(from.worldRank, target_.direct(), expect_, target_.mem(), &target);
@@ -264,7 +270,6 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
     if (t0) e_.trace(ShmEngine::kTrRecvChoose, t0);
     if (ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) {
-      if (fallback && canPull && !senderCopies && startPull(from, env, ch)) return;
       if (target.flags) {  // the handle kind of the chosen channel, else the other one
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;

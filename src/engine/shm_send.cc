@@ -223,8 +223,14 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
                  sched::tracer().pattern(peer_.worldRank), sched::Caps{}};
   q.caps.ipc = (t.flags & GpuOffer::kIpc) != 0;
   q.caps.vmmZc = (t.flags & GpuOffer::kZc) != 0;
+  q.sameGpu = paths->sameGpu(t, data_.mem().device);
+  q.senderDrives = paths->drives(peer_.worldRank);
   sched::Channel ch = sched::select(sched::table(), q);
   if (ch != sched::Channel::kCudaIpc && ch != sched::Channel::kCudaVmmZc) return false;
+  // One GPU, the receiver drives: it pulls after the envelope (this process leaves the GPU alone).
+  if (q.sameGpu && sched::leaveToReceiver(sched::table(), q,
+                                          paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem())))
+    return false;
   toSend_ = n;
   sched::Channel used = ch;
   void* dst = mapTarget(t, ch, &used);

@@ -35,8 +35,13 @@ Channel select(const Table& t, const Query& q) {
 }
 
 bool senderCopies(const Table& t, const Query& q) {
-  return q.src == mem::MemKind::kDevice && q.dst == Dst::kGpu && q.peer != PeerClass::kSelf &&
-         q.bytes > t.pullLimit(q.peer, q.pattern);
+  if (q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf) return false;
+  if (q.sameGpu && t.sameGpuDriver) return q.senderDrives;
+  return q.bytes > t.pullLimit(q.peer, q.pattern);
+}
+
+bool leaveToReceiver(const Table& t, const Query& q, bool receiverCanPull) {
+  return q.sameGpu && t.sameGpuDriver && !q.senderDrives && receiverCanPull && q.peer != PeerClass::kSelf;
 }
 
 const std::vector<Rule>& Table::rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) const {
@@ -75,6 +80,8 @@ std::string Table::describe() const {
                     "(not advertised)", pat ? "bandwidth" : "latency", lim);
       out += line;
     }
+  out += sameGpuDriver ? "same GPU (two processes): the pair's lower world rank makes every copy either side could\n"
+                       : "same GPU (two processes): as between two GPUs\n";
   return out;
 }
 

@@ -43,6 +43,10 @@ struct Query {
   std::size_t bytes;
   Pattern pattern;
   Caps caps;
+  // The source and the destination are on one GPU (two processes sharing it), and whether the
+  // sender is the pair's driver (Table::sameGpuDriver).
+  bool sameGpu = false;
+  bool senderDrives = false;
 };
 
 // One rule: messages up to maxBytes use channel (if the pair can), else the next rule applies.
@@ -60,6 +64,13 @@ class Table {
   std::vector<Rule>& rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat);
   std::string describe() const;
   Channel forced = Channel::kCount;  // CGDR_FORCE_CHANNEL (tests): used whenever the pair can
+  // Two ranks whose buffers are on one GPU: work that two processes put on one GPU in turn costs a
+  // context switch each time (~135 us on an H200 without MPS, against ~9 us where one process
+  // makes every copy of a ping-pong: docs/performance.md). Where set, the pair's driver (the lower
+  // world rank) makes every copy between them that either side could make: it pushes what it
+  // sends and pulls what it receives, whatever the size; the other side copies only where the
+  // driver cannot map its buffer.
+  bool sameGpuDriver = true;
   // Who copies a device-to-GPU message on a single-copy channel that the receiver matched from its
   // envelope (its receive was not advertised): up to this size the receiver pulls, above it the
   // sender pushes into the receiver's buffer (so with traffic both ways each GPU copies only its
@@ -80,6 +91,10 @@ Channel select(const Table& t, const Query& q);
 // source, a GPU destination, above the pull limit); the caller still needs a single-copy channel
 // and a buffer the sender can map.
 bool senderCopies(const Table& t, const Query& q);
+// Pure: whether a sender that found its receive advertised (q.dst kPosted, a single-copy channel)
+// should leave the copy to the receiver instead of claiming it: on one GPU, where the receiver is
+// the driver and can pull the source (receiverCanPull).
+bool leaveToReceiver(const Table& t, const Query& q, bool receiverCanPull);
 // Whether the pair can use a channel at all for this query.
 bool usable(Channel c, const Query& q);
 

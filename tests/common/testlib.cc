@@ -22,7 +22,9 @@ void cudaOk(cudaError_t e, const char* what) {
 #endif
 }  // namespace
 
-const char* name(Kind k) { return k == Kind::H ? "H" : k == Kind::D ? "D" : k == Kind::M ? "M" : "V"; }
+const char* name(Kind k) {
+  return k == Kind::H ? "H" : k == Kind::D ? "D" : k == Kind::M ? "M" : k == Kind::V ? "V" : "A";
+}
 
 bool gpuAvailable() {
 #if CGDR_HAVE_CUDA
@@ -52,6 +54,9 @@ Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
     p_ = v.ptr;
     reserved_ = v.size;
     handle_ = v.handle;
+  } else if (k == Kind::A) {
+    cudaOk(cudaMallocAsync(&p_, alloc, 0), "cudaMallocAsync");
+    cudaOk(cudaStreamSynchronize(0), "cudaStreamSynchronize");  // ready before MPI sees it
   } else {
     cudaOk(cudaMallocManaged(&p_, alloc), "cudaMallocManaged");
   }
@@ -67,6 +72,7 @@ Buf::~Buf() {
   if (k_ == Kind::H) std::free(p_);
 #if CGDR_HAVE_CUDA
   else if (k_ == Kind::V) cgdr::user::vmmFree({p_, reserved_, handle_});
+  else if (k_ == Kind::A) cudaFreeAsync(p_, 0);  // back to the pool in stream order, no wait
   else cudaFree(p_);
 #endif
 }
@@ -138,7 +144,17 @@ std::vector<std::pair<Kind, Kind>> kindPairs(int argc, char** argv) {
         if (spec == "all" || a != Kind::H || b != Kind::H) out.emplace_back(a, b);
     return out;
   }
-  auto kindOf = [](char c) { return c == 'D' ? Kind::D : c == 'M' ? Kind::M : c == 'V' ? Kind::V : Kind::H; };
+  auto kindOf = [&spec](char c) {
+    switch (c) {
+      case 'H': return Kind::H;
+      case 'D': return Kind::D;
+      case 'M': return Kind::M;
+      case 'V': return Kind::V;
+      case 'A': return Kind::A;
+    }
+    std::fprintf(stderr, "unknown buffer kind '%c' in --kinds %s (H, D, M, V or A)\n", c, spec.c_str());
+    std::exit(2);
+  };
   for (std::size_t i = 0; i + 1 < spec.size(); i += 3) out.emplace_back(kindOf(spec[i]), kindOf(spec[i + 1]));
   return out;
 }

@@ -13,8 +13,11 @@
 namespace t {
 
 // H host, D device (cudaMalloc), M managed, V device memory made with cuMemCreate and exportable
-// as a file descriptor (what PyTorch's expandable segments and NCCL use; shared without a copy).
-enum class Kind { H, D, M, V };
+// as a file descriptor (what PyTorch's expandable segments and NCCL use; shared without a copy),
+// A stream-ordered memory from the device's default pool (cudaMallocAsync, what PyTorch's
+// cudaMallocAsync backend and RAPIDS use): no legacy IPC handle and no fd, and a freed block is
+// handed out again at once, often at the same address.
+enum class Kind { H, D, M, V, A };
 const char* name(Kind k);
 
 // Byte `off` of the pattern identified by seed (use seedOf to make seeds).
@@ -56,7 +59,7 @@ class Buf {
 };
 
 // Parses "--kinds XY[,XY...]" or "all" (every pair of H, D, M) or "gpu" (those with a GPU side);
-// X and Y are H, D, M or V.
+// X and Y are H, D, M, V or A.
 // Returns the (sender, receiver) kind pairs; defaults to H->H.
 std::vector<std::pair<Kind, Kind>> kindPairs(int argc, char** argv);
 // Value of "--name value" or fallback.

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # GPUs across simulated containers (issues 4 and 6): two pods with separate PID namespaces, one
-# GPU each ("0;1"). The locality report must show both GPUs, the NVLink path, legacy CUDA IPC
-# refused (the importer cannot see the exporter's PID) and cuMem fd sharing allowed; natively
-# (where cgdr-info leaves both ranks on GPU 0), IPC is allowed. Data tests across the pods with
-# device, managed and exportable cuMem buffers, with the scheduler's choice, push and pull, and
-# with each cross-namespace channel forced. Skipped without 2 GPUs.
+# GPU each ("0;1"), or, on a machine of one GPU, both pods on it ("0;0": containers sharing a
+# GPU). The locality report must show the GPUs and their path (NVLink, or the same GPU), legacy
+# CUDA IPC refused (the importer cannot see the exporter's PID) and cuMem fd sharing allowed;
+# natively (where cgdr-info leaves both ranks on GPU 0), IPC is allowed. Data tests across the
+# pods with device, managed, exportable cuMem and stream-ordered pool buffers, with the
+# scheduler's choice, push and pull, and with each cross-namespace channel forced. Skipped
+# without a GPU.
 . "$(dirname "$0")/lib.sh"
 T=$BIN/tests/mpi
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ "${ngpu:-0}" -lt 2 ] || [ ! -x "$T/p2p_basic" ]; then
-  echo "SKIP: pods GPU tests need 2 GPUs (found ${ngpu:-0}) (GPU test)"
+if [ "${ngpu:-0}" -lt 1 ] || [ ! -x "$T/p2p_basic" ]; then
+  echo "SKIP: pods GPU tests need a GPU (found ${ngpu:-0}) (GPU test)"
   exit 77
+fi
+G="0;1" path="sameGpu=0 nvlink=1 path=NVLink" pathWhat="NVLink"
+if [ "$ngpu" -lt 2 ]; then
+  G="0;0" path="sameGpu=1 nvlink=0 path=same GPU" pathWhat="the same GPU"
+  echo "note: one GPU: both pods share GPU 0 (the two-GPU layout runs on a machine with two)" >&2
 fi
 run() {  # run LABEL PODS-ARGS... -- PROGRAM ARGS...
   local label=$1 t0=$SECONDS
@@ -24,12 +31,12 @@ run() {  # run LABEL PODS-ARGS... -- PROGRAM ARGS...
 }
 
 # What NVML and the identity records say about the GPUs and their links, for the log.
-"$PODS" -n 2 --gpus "0;1" -x CGDR_LOG_LEVEL=debug -x CGDR_LOG_SUBSYS=topo -- "$INFO" 2>&1 |
+"$PODS" -n 2 --gpus "$G" -x CGDR_LOG_LEVEL=debug -x CGDR_LOG_SUBSYS=topo -- "$INFO" 2>&1 |
   grep -E "NVLink|NVML|GPU [0-9]" | sort -u | head -20 >&2
-out=$("$PODS" -n 2 --gpus "0;1" -- "$INFO" --locality 2>&1)
+out=$("$PODS" -n 2 --gpus "$G" -- "$INFO" --locality 2>&1)
 echo "$out" | grep -E "^(rank [0-9]+ ->|pair)" | head -4
-expect "$out" "^pair 0 1 relation=2 engine=1 .*ipcImport=0 ipcExport=0 vmm=1 .*nvlink=1 path=NVLink" \
-  "pods: a co-located container, no legacy IPC, cuMem fd, NVLink"
+expect "$out" "^pair 0 1 relation=2 engine=1 .*ipcImport=0 ipcExport=0 vmm=1 $path" \
+  "pods: a co-located container, no legacy IPC, cuMem fd, $pathWhat"
 expect "$out" "legacy CUDA IPC import no \(" "pods: the report says why legacy IPC is refused"
 out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_PRELOAD="$BIN/src/libcgdr.so" \
       "$INFO" --locality 2>&1)
@@ -38,18 +45,38 @@ expect "$out" "^pair 0 1 relation=1 engine=1 .*ipcImport=1 ipcExport=1 vmm=1 " \
 
 sizes="0,1,3,8K+1,256K+1,1M+1,4M,4M+1,9M+7"
 kinds="DD,DV,VD,VV,DH,HD,MD,DM"
-out=$(run "pods, scheduler's choice" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds $kinds --sizes "$sizes,64M+7")
+out=$(run "pods, scheduler's choice" -n 2 --gpus "$G" -- "$T/p2p_basic" --kinds $kinds --sizes "$sizes,64M+7")
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: cuda-vmm-stage carried nothing"
 grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: exportable buffers did not go zero-copy"
 grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "pods: legacy IPC used across PID namespaces"
-out=$(run "pods, small device messages" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds DD --sizes 1,3,4K)
+# One GPU shared by the pods: the pair's driver (rank 0) makes every copy of a ping-pong, so the
+# other pod's process puts no copy on the GPU (exportable buffers, and cudaMalloc from the heap).
+if [ "$G" = "0;0" ]; then
+  for k in V D; do
+    out=$(CGDR_STATS=1 timeout 120 "$PODS" -n 2 --gpus "$G" -- "$BIN/tools/cgdr-bench/cgdr-bench" \
+          latency $k $k -m 1:4M -i 50:10 -x 5:2 -c 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] && grep -q " Pass" <<<"$out" && ! grep -q "FAIL" <<<"$out" ||
+      fail "pods, one GPU ($k $k): exit $rc, $(grep -E 'FAIL|rror' <<<"$out" | head -3)"
+    echo "step 'pods, one GPU, the driver copies ($k $k)'" >&2
+    grep -E "stats: (channels|GPU copies)" <<<"$out" >&2
+    grep -q ":0 cgdr WARN shm: stats: GPU copies" <<<"$out" || fail "pods, one GPU: rank 0 made no copy ($k $k)"
+    grep -q ":1 cgdr WARN shm: stats: GPU copies" <<<"$out" && fail "pods, one GPU: rank 1 copied ($k $k)"
+  done
+fi
+# Stream-ordered pool memory has neither a legacy handle nor an fd: through the sender's staging
+# ring (or host staging), to and from every other kind, also freed and allocated again.
+out=$(run "pods, pool memory" -n 2 --gpus "$G" -- "$T/p2p_basic" --kinds AA,AD,DA,AV,VA,AM --sizes "$sizes")
+grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: pool memory did not take the staging ring"
+run "pods, pool memory freed and re-allocated" -n 2 --gpus "$G" -- "$T/gpu_realloc" --kinds AA,AV,DA > /dev/null
+out=$(run "pods, small device messages" -n 2 --gpus "$G" -- "$T/p2p_basic" --kinds DD --sizes 1,3,4K)
 grep -q "stats: channels: .*shm-eager" <<<"$out" || fail "pods: small device messages were not staged through host memory"
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: small device messages took the cuMem ring"
 # Exportable buffers: small messages rendezvous instead of host staging (only buffered sends,
 # copied to host memory by MPI_Bsend/Ibsend, 2 sizes x 2 variants, stay eager); a cudaMalloc
 # source reaches an exportable destination with one copy, pushed by the sender; with
 # CGDR_CUDA_PUSH=off the receiver pulls from exportable sources only.
-out=$(run "pods, small exportable messages" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds VV --sizes 3,4K+5)
+out=$(run "pods, small exportable messages" -n 2 --gpus "$G" -- "$T/p2p_basic" --kinds VV --sizes 3,4K+5)
 # Both ranks' counts (a pull is counted by the receiver, a push into an advertised receive by the
 # sender).
 line=$(grep "stats: channels:" <<<"$out" | tr '\n' ' ')
@@ -59,46 +86,48 @@ zc=$(grep -o "cuda-vmm-zc [0-9]*" <<<"$line" | awk '{s += $2} END {print s}')
   fail "pods: small exportable messages were staged through host memory ($line)"
 # Receives posted first into exportable buffers are advertised across the pods and claimed by the
 # sender (MPI's matching rules checked by the program either way).
-out=$(run "pods, receives posted first" -n 2 --gpus "0;1" -- "$T/gpu_advert" --kinds VV,DV,VD,DD,HV \
+out=$(run "pods, receives posted first" -n 2 --gpus "$G" -- "$T/gpu_advert" --kinds VV,DV,VD,DD,HV \
       --sizes 1,4095,256K+1,1M+1)
 grep -q "adverts: [0-9]* receives advertised, [1-9][0-9]* claimed by their sender" <<<"$out" ||
   fail "pods: no advertised receive was claimed across the pods"
 # Both directions at once above CGDR_CUDA_PULL_LIMIT: each message copied by its sender, into an
 # advertised receive or after the envelope (else one GPU drives both directions); pulls are
-# counted into GPU buffers only (the program's GPU message into a host buffer is pulled).
-out=$(run "pods, both ways above the pull limit" -n 2 --gpus "0;1" -- "$T/gpu_advert" --kinds VV,DD --sizes 3M+5,9M+7)
+# counted into GPU buffers only (the program's GPU message into a host buffer is pulled). (On one
+# GPU the pair's driver would make every copy: turned off here.)
+out=$(run "pods, both ways above the pull limit" -n 2 --gpus "$G" -x CGDR_CUDA_SAME_GPU_DRIVER=0 -- "$T/gpu_advert" \
+      --kinds VV,DD --sizes 3M+5,9M+7)
 grep -q "pushed [1-9]" <<<"$out" && ! grep -q "pulled [1-9]" <<<"$out" ||
   fail "pods: messages above the pull limit were pulled: $(grep -o 'GPU buffers.*pulled [0-9]*' <<<"$out" | tr '\n' ' ')"
-out=$(run "pods, cudaMalloc to exportable" -n 2 --gpus "0;1" -- "$T/p2p_basic" --kinds DV --sizes "256K+1,1M+1,9M+7")
+out=$(run "pods, cudaMalloc to exportable" -n 2 --gpus "$G" -- "$T/p2p_basic" --kinds DV --sizes "256K+1,1M+1,9M+7")
 grep -q "pushed [1-9]" <<<"$out" || fail "pods: a cudaMalloc source was not pushed into an exportable destination"
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: D to V took two copies (cuda-vmm-stage)"
-out=$(run "pods, pull only" -n 2 --gpus "0;1" -x CGDR_CUDA_PUSH=off -- "$T/p2p_basic" --kinds VV,VD,DV --sizes "$sizes")
+out=$(run "pods, pull only" -n 2 --gpus "$G" -x CGDR_CUDA_PUSH=off -- "$T/p2p_basic" --kinds VV,VD,DV --sizes "$sizes")
 grep -q "pushed [1-9]" <<<"$out" && fail "pods: CGDR_CUDA_PUSH=off still pushed"
 grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: pulls from exportable buffers did not go zero-copy"
-out=$(run "pods, push always" -n 2 --gpus "0;1" -x CGDR_CUDA_PUSH=always -- "$T/p2p_basic" --kinds VV,DV,VD --sizes "$sizes")
+out=$(run "pods, push always" -n 2 --gpus "$G" -x CGDR_CUDA_PUSH=always -- "$T/p2p_basic" --kinds VV,DV,VD --sizes "$sizes")
 grep -q "pushed [1-9]" <<<"$out" || fail "pods: CGDR_CUDA_PUSH=always did not push"
 for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
-  run "pods, $ch forced" -n 2 --gpus "0;1" -x CGDR_FORCE_CHANNEL=$ch -- \
+  run "pods, $ch forced" -n 2 --gpus "$G" -x CGDR_FORCE_CHANNEL=$ch -- \
     "$T/p2p_basic" --kinds $kinds --sizes $sizes > /dev/null
 done
-run "pods, stress with device buffers" -n 2 --gpus "0;1" -- "$T/stress" --seed 11 --rounds 10 --kinds DD,DH,HD > /dev/null
-run "pods, freed and re-allocated buffers" -n 2 --gpus "0;1" -- "$T/gpu_realloc" --kinds DD,VV,VD > /dev/null
+run "pods, stress with device buffers" -n 2 --gpus "$G" -- "$T/stress" --seed 11 --rounds 10 --kinds DD,DH,HD > /dev/null
+run "pods, freed and re-allocated buffers" -n 2 --gpus "$G" -- "$T/gpu_realloc" --kinds DD,VV,VD > /dev/null
 # A fresh exportable buffer per message, freed after it: the peer drops its mapping of each freed
 # one instead of holding its GPU memory until MPI_Finalize.
-out=$(run "pods, freed exportable buffers released" -n 2 --gpus "0;1" -- "$T/gpu_realloc" --kinds VV --rounds 40)
+out=$(run "pods, freed exportable buffers released" -n 2 --gpus "$G" -- "$T/gpu_realloc" --kinds VV --rounds 40)
 grep -q "peers' cuMem memory: [0-9] mappings held at exit, [1-9][0-9]* dropped when freed" <<<"$out" ||
   fail "pods: mappings of freed exportable buffers were kept: $(grep "peers' cuMem" <<<"$out" | head -2)"
 # cudaMalloc of a program linked with the shared CUDA runtime: across PID namespaces auto serves it
 # from the exportable heap, so device messages go zero-copy (not staged); =off keeps the runtime's.
-out=$(run "pods, cudaMalloc from the exportable heap" -n 2 --gpus "0;1" -- "$T/gpu_heap" --expect heap)
+out=$(run "pods, cudaMalloc from the exportable heap" -n 2 --gpus "$G" -- "$T/gpu_heap" --expect heap)
 grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: heap buffers did not go zero-copy"
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: heap buffers took the staging ring"
 grep -q "stats: exportable heap: [1-9]" <<<"$out" || fail "pods: the heap served no cudaMalloc"
-out=$(run "pods, cudaMalloc heap off" -n 2 --gpus "0;1" -x CGDR_CUDA_MALLOC=off -- "$T/gpu_heap" --expect real)
+out=$(run "pods, cudaMalloc heap off" -n 2 --gpus "$G" -x CGDR_CUDA_MALLOC=off -- "$T/gpu_heap" --expect real)
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: CGDR_CUDA_MALLOC=off did not stage"
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
-out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "0;1" -- \
+out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "$G" -- \
       "$T/p2p_basic" --kinds DD,VV --sizes 1,1M+1,9M+7)
 grep -q "stats: channels: .*cuda-vmm" <<<"$out" || fail "private IPC: the cuMem channels were not used"
 [ -z "$(leftovers "$shared")" ] || fail "files left in the shared directory: $(leftovers "$shared")"

@@ -83,9 +83,11 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
     for (mem::MemKind src : {mem::MemKind::kHost, mem::MemKind::kDevice, mem::MemKind::kManaged})
       for (Dst dst : {Dst::kUnknown, Dst::kHost, Dst::kGpu, Dst::kPosted})
         for (Pattern pat : {Pattern::kLatency, Pattern::kBandwidth})
-          for (int capBits = 0; capBits < 64; ++capBits)
+          for (int capBits = 0; capBits < 256; ++capBits)
             for (std::size_t n : sizes) {
               Query q{static_cast<PeerClass>(p), src, dst, n, pat, Caps{}};
+              q.sameGpu = capBits & 64;  // does not change the channel, only who copies
+              q.senderDrives = capBits & 128;
               q.caps.cma = capBits & 1;
               q.caps.ipc = capBits & 2;
               q.caps.vmmZc = capBits & 4;
@@ -99,12 +101,20 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
                                    << sched::channelName(got) << ", expected " << sched::channelName(want);
               ASSERT_TRUE(sched::usable(got, q)) << sched::channelName(got);
               // A receive matched from its envelope: the sender copies device data into a GPU
-              // buffer above 1 MiB (between two processes), the receiver pulls the rest.
-              bool push = src == mem::MemKind::kDevice && dst == Dst::kGpu && p != 0 && n > (1u << 20);
-              ASSERT_EQ(sched::senderCopies(t, q), push) << "peer " << p << " dst " << int(dst) << " bytes " << n;
+              // buffer above 1 MiB (between two processes), the receiver pulls the rest; on one
+              // GPU the pair's driver copies, whatever the size.
+              bool push = src == mem::MemKind::kDevice && dst == Dst::kGpu && p != 0 &&
+                          (q.sameGpu ? q.senderDrives : n > (1u << 20));
+              ASSERT_EQ(sched::senderCopies(t, q), push) << "peer " << p << " dst " << int(dst) << " bytes " << n
+                                                         << " same GPU " << q.sameGpu << " sender drives "
+                                                         << q.senderDrives;
+              // An advertised receive: claimed unless, on one GPU, the receiver drives and can pull.
+              for (bool canPull : {false, true})
+                ASSERT_EQ(sched::leaveToReceiver(t, q, canPull), q.sameGpu && !q.senderDrives && canPull && p != 0)
+                    << "peer " << p << " caps " << capBits << " can pull " << canPull;
               ++checked;
             }
-  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 64 * 9);
+  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 256 * 9);
 }
 
 TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
@@ -178,6 +188,37 @@ TEST_F(Sched, PullLimitPerPatternAndPeerClass) {
     EXPECT_TRUE(sched::senderCopies(t, q)) << "default: pushed above 1 MiB";
   }
   EXPECT_NE(t.describe().find("receiver pulls <=1048576, sender pushes above"), std::string::npos) << t.describe();
+}
+
+TEST_F(Sched, SameGpuTheDriverMakesEveryCopy) {
+  sched::Table t = tableWith({});
+  Query q{PeerClass::kSameNamespace, mem::MemKind::kDevice, Dst::kGpu, 8, Pattern::kLatency, Caps{}};
+  q.sameGpu = true;
+  q.senderDrives = true;
+  EXPECT_TRUE(sched::senderCopies(t, q)) << "the driver pushes even below the pull limit";
+  q.senderDrives = false;
+  q.bytes = std::size_t{256} << 20;
+  EXPECT_FALSE(sched::senderCopies(t, q)) << "the driver pulls even above the pull limit";
+  q.dst = Dst::kPosted;
+  EXPECT_TRUE(sched::leaveToReceiver(t, q, true)) << "an advert of the driver is left to it where it can pull";
+  EXPECT_FALSE(sched::leaveToReceiver(t, q, false)) << "else the sender's one copy beats two";
+  q.senderDrives = true;
+  EXPECT_FALSE(sched::leaveToReceiver(t, q, true)) << "the driver claims";
+  q.peer = PeerClass::kContainer;
+  q.senderDrives = false;
+  EXPECT_TRUE(sched::leaveToReceiver(t, q, true)) << "across containers the same";
+  EXPECT_NE(t.describe().find("same GPU (two processes): the pair's lower world rank"), std::string::npos);
+  // Off: as between two GPUs (the pull limit decides; adverts are claimed).
+  t = tableWith({{"CGDR_CUDA_SAME_GPU_DRIVER", "0"}});
+  EXPECT_FALSE(sched::leaveToReceiver(t, q, true));
+  q.dst = Dst::kGpu;
+  q.bytes = 8;
+  q.senderDrives = true;
+  EXPECT_FALSE(sched::senderCopies(t, q)) << "off: pulled up to the pull limit";
+  q.bytes = (std::size_t{1} << 20) + 1;
+  q.senderDrives = false;
+  EXPECT_TRUE(sched::senderCopies(t, q)) << "off: pushed above it";
+  EXPECT_NE(t.describe().find("same GPU (two processes): as between two GPUs"), std::string::npos);
 }
 
 TEST_F(Sched, IpcThresholdThroughTheMvapichAlias) {
@@ -294,7 +335,8 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   std::string d = t.describe();
   int lines = 0;
   for (char c : d) lines += c == '\n';
-  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2);  // rule lists, then the pull limits of the two process classes
+  // rule lists, then the pull limits of the two process classes, then who copies on one GPU
+  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 1);
   EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
   EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
 }

@@ -12,10 +12,11 @@ namespace bench {
 
 // kVmm: device memory from cuMemCreate, exportable as a file descriptor (as PyTorch's expandable
 // segments and NCCL allocate): co-located ranks can share it without a copy.
-enum class Loc { kHost, kDevice, kManaged, kVmm };
-Loc parseLoc(const std::string& s);  // H/D/M/V or host/cuda/managed/vmm
-const char* locName(Loc l);          // HOST / DEVICE / MANAGED / VMM
-const char* locLetter(Loc l);        // H / D / M / V
+// kPool: stream-ordered memory from the device's default pool (cudaMallocAsync).
+enum class Loc { kHost, kDevice, kManaged, kVmm, kPool };
+Loc parseLoc(const std::string& s);  // H/D/M/V/A or host/cuda/managed/vmm/pool
+const char* locName(Loc l);          // HOST / DEVICE / MANAGED / VMM / POOL
+const char* locLetter(Loc l);        // H / D / M / V / A
 
 struct Options {
   std::string test;

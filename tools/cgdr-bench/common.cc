@@ -15,14 +15,31 @@ Loc parseLoc(const std::string& s) {
   if (s == "M" || s == "managed") return Loc::kManaged;
   if (s == "H" || s == "host") return Loc::kHost;
   if (s == "V" || s == "vmm") return Loc::kVmm;
-  std::fprintf(stderr, "cgdr-bench: unknown buffer location '%s' (H, D, M, V)\n", s.c_str());
+  if (s == "A" || s == "pool") return Loc::kPool;
+  std::fprintf(stderr, "cgdr-bench: unknown buffer location '%s' (H, D, M, V, A)\n", s.c_str());
   std::exit(2);
 }
 
 const char* locName(Loc l) {
-  return l == Loc::kHost ? "HOST" : l == Loc::kDevice ? "DEVICE" : l == Loc::kManaged ? "MANAGED" : "VMM";
+  switch (l) {
+    case Loc::kHost: return "HOST";
+    case Loc::kDevice: return "DEVICE";
+    case Loc::kManaged: return "MANAGED";
+    case Loc::kVmm: return "VMM";
+    case Loc::kPool: return "POOL";
+  }
+  return "?";
 }
-const char* locLetter(Loc l) { return l == Loc::kHost ? "H" : l == Loc::kDevice ? "D" : l == Loc::kManaged ? "M" : "V"; }
+const char* locLetter(Loc l) {
+  switch (l) {
+    case Loc::kHost: return "H";
+    case Loc::kDevice: return "D";
+    case Loc::kManaged: return "M";
+    case Loc::kVmm: return "V";
+    case Loc::kPool: return "A";
+  }
+  return "?";
+}
 
 bool gpuUsable() {
 #if CGDR_HAVE_CUDA
@@ -72,6 +89,8 @@ Buffer::Buffer(Loc l, std::size_t bytes) : loc_(l) {
     p_ = v.ptr;
     mapped_ = v.size;
     handle_ = v.handle;
+  } else if (l == Loc::kPool) {
+    if (cudaMallocAsync(&p_, n, 0) != cudaSuccess || cudaStreamSynchronize(0) != cudaSuccess) p_ = nullptr;
   } else if (cudaMallocManaged(&p_, n) != cudaSuccess) {
     p_ = nullptr;
   }
@@ -87,6 +106,7 @@ Buffer::~Buffer() {
   if (loc_ == Loc::kHost) std::free(p_);
 #if CGDR_HAVE_CUDA
   else if (loc_ == Loc::kVmm) cgdr::user::vmmFree({p_, mapped_, handle_});
+  else if (loc_ == Loc::kPool) cudaFreeAsync(p_, 0), cudaStreamSynchronize(0);
   else cudaFree(p_);
 #endif
 }
