@@ -86,9 +86,12 @@ def main(folder, table_path, plot_path):
              f"{ranks}, cudaMalloc buffers (Container-Opt: served by cgdr's exportable heap,",
              "CGDR_CUDA_MALLOC=auto; heap off: the runtime's cudaMalloc, =off) or V (exportable cuMem buffers",
              "the program makes itself), two simulated",
-             "containers with separate PID/UTS/net/mount namespaces, each seeing only its own GPU (all",
-             "GPUs visible: both containers see both GPUs, each rank using its own). Floor: bare",
-             "cudaMemcpyPeerAsync (bibw floor: twice the one-way peer-copy bandwidth). Opt/Nat:",
+             "containers with separate PID/UTS/net/mount namespaces, " +
+             ("both seeing that GPU. Floor: a bare copy within the GPU (bibw floor: twice the one-way copy "
+              "bandwidth, which one GPU's memory cannot give both directions at once). Opt/Nat:" if layout else
+              "each seeing only its own GPU (all\nGPUs visible: both containers see both GPUs, each rank using "
+              "its own). Floor: bare\ncudaMemcpyPeerAsync (bibw floor: twice the one-way peer-copy bandwidth). "
+              "Opt/Nat:"),
              "Container-Opt over Native (latency: ratio of times; bandwidth: ratio of rates); Opt(off)/Nat,",
              "Opt(V)/Nat and Opt(V,all)/Nat likewise. Speed-up: Container-Opt over Container-Def.",
              ""]
