@@ -196,7 +196,7 @@ bool GpuPaths::zeroCopyable(int w, const void* p, std::size_t n, const mem::MemI
   auto addr = reinterpret_cast<std::uint64_t>(p);
   std::lock_guard lock(mutex_);
   Export* e = exportOf(p, n, true, known);
-  return e && e->zcOk && addr >= e->zcBase && addr + n <= e->zcBase + e->zcSize;
+  return e && e->zcHolds(addr, n);
 }
 
 void GpuPaths::describe(int w, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o) {
@@ -210,12 +210,12 @@ void GpuPaths::describe(int w, const void* p, std::size_t n, const mem::MemInfo&
   Export* found = exportOf(p, n, caps.vmmZc, known);
   if (!found) return;
   Export& e = *found;
-  if (caps.ipc && e.ipcOk && addr >= e.ipc.base && addr + n <= e.ipc.base + e.rangeSize) {
+  if (caps.ipc && e.ipcHolds(addr, n)) {
     o->ipc = e.ipc;
     o->ipc.offset = addr - e.ipc.base;
     o->flags |= GpuOffer::kIpc;
   }
-  if (!caps.vmmZc || !e.zcOk || addr < e.zcBase || addr + n > e.zcBase + e.zcSize) return;
+  if (!caps.vmmZc || !e.zcHolds(addr, n)) return;
   const void* base = reinterpret_cast<const void*>(e.zcBase);
   std::size_t size = e.zcSize;
   auto id = link_->share(w, e.bufferId, size, [base, size] {
@@ -270,23 +270,15 @@ const std::uint8_t* GpuPaths::uuidOf(int device) {
   return nullptr;
 }
 
-mem::Issue GpuPaths::issueFor(const GpuOffer& o, int device) {
+GpuPaths::Place GpuPaths::placeOf(const GpuOffer& o, int device) {
   static const std::uint8_t kNone[16] = {};
-  if (std::memcmp(o.gpu, kNone, sizeof kNone) == 0) return mem::Issue::kMemcpy;  // unknown: as before
+  if (std::memcmp(o.gpu, kNone, sizeof kNone) == 0) return Place::kUnknown;
   std::lock_guard lock(mutex_);
   const std::uint8_t* mine = uuidOf(device);
-  if (mine && std::memcmp(mine, o.gpu, 16) == 0) return mem::Issue::kGraph;  // same GPU
+  if (mine && std::memcmp(mine, o.gpu, 16) == 0) return Place::kSameGpu;
   for (const auto& u : uuids_)
-    if (u.size() == 16 && std::memcmp(u.data(), o.gpu, 16) == 0) return mem::Issue::kMemcpy;  // another visible GPU
-  return mem::Issue::kGraph;  // a GPU this process cannot see
-}
-
-bool GpuPaths::sameGpu(const GpuOffer& o, int device) {
-  static const std::uint8_t kNone[16] = {};
-  if (device < 0 || std::memcmp(o.gpu, kNone, sizeof kNone) == 0) return false;
-  std::lock_guard lock(mutex_);
-  const std::uint8_t* mine = uuidOf(device);
-  return mine && std::memcmp(mine, o.gpu, 16) == 0;
+    if (u.size() == 16 && std::memcmp(u.data(), o.gpu, 16) == 0) return Place::kOtherVisible;
+  return Place::kInvisible;
 }
 
 bool GpuPaths::pullable(int w, const void* p, std::size_t n, const mem::MemInfo& known) {
@@ -297,8 +289,7 @@ bool GpuPaths::pullable(int w, const void* p, std::size_t n, const mem::MemInfo&
   std::lock_guard lock(mutex_);
   const Export* e = exportOf(p, n, caps.vmmZc, known);
   if (!e) return false;
-  return (caps.ipc && e->ipcOk && addr >= e->ipc.base && addr + n <= e->ipc.base + e->rangeSize) ||
-         (caps.vmmZc && e->zcOk && addr >= e->zcBase && addr + n <= e->zcBase + e->zcSize);
+  return (caps.ipc && e->ipcHolds(addr, n)) || (caps.vmmZc && e->zcHolds(addr, n));
 }
 
 std::uint64_t GpuPaths::peerMemoryId(int w, sched::Channel c, std::uint64_t id) {

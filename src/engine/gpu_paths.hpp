@@ -59,9 +59,14 @@ class GpuPaths {
   // How to issue a copy between this rank's GPU `device` and the bytes `o` describes (or the
   // staging ring of its sender, on the same GPU): through the copy graph where they are on the
   // same GPU or on one this process cannot see, else cudaMemcpyAsync (mem::Issue).
-  mem::Issue issueFor(const GpuOffer& o, int device);
-  // Whether the bytes `o` describes are on this rank's GPU `device` (false where unknown).
-  bool sameGpu(const GpuOffer& o, int device);
+  mem::Issue issueFor(const GpuOffer& o, int device) { return issueFor(placeOf(o, device)); }
+  // Where the bytes `o` describes are, seen from this rank's GPU `device` (one UUID lookup, for
+  // both the issue method and the same-GPU policy).
+  enum class Place : std::uint8_t { kUnknown, kSameGpu, kOtherVisible, kInvisible };
+  Place placeOf(const GpuOffer& o, int device);
+  static mem::Issue issueFor(Place p) {
+    return p == Place::kSameGpu || p == Place::kInvisible ? mem::Issue::kGraph : mem::Issue::kMemcpy;
+  }
   // Whether this rank drives the pair it forms with peerWorld where their buffers share a GPU
   // (sched::Table::sameGpuDriver): the lower world rank does.
   bool drives(int peerWorld) const { return self_ < peerWorld; }
@@ -132,6 +137,13 @@ class GpuPaths {
     bool zcShared = false;  // its fd went to a peer (a release is due once it is freed)
     std::uint64_t zcBase = 0;
     std::size_t zcSize = 0;
+    // [addr, addr+n) lies in what the legacy handle / the cuMem allocation covers.
+    bool ipcHolds(std::uint64_t addr, std::size_t n) const {
+      return ipcOk && addr >= ipc.base && addr + n <= ipc.base + rangeSize;
+    }
+    bool zcHolds(std::uint64_t addr, std::size_t n) const {
+      return zcOk && addr >= zcBase && addr + n <= zcBase + zcSize;
+    }
   };
   // The exports whose fds went to peers (zcShared) are checked every kSweepEvery new ones, and
   // those freed meanwhile are released at their peers and forgotten (an allocation freed and made

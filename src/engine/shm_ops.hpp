@@ -76,7 +76,7 @@ class ShmSend final : public base::Op {
   // The receiver's buffer `t` describes, mapped here (channel `prefer` first); nullptr if not.
   void* mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channel* used);
   // Starts the one copy into the mapped buffer; false (reported) if it cannot start.
-  base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used);
+  base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue);
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
   // *none: the receiver had no advert posted at all.
   bool tryClaim(std::uint64_t t0, bool* none);

@@ -243,16 +243,18 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
                  target_.gpu() ? sched::Dst::kGpu : sched::Dst::kHost, expect_,
                  sched::tracer().pattern(from.worldRank), sched::Caps{}};
   if (env.gpu) {
+    GpuPaths::Place place = GpuPaths::Place::kUnknown;
     if (paths) {
       q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
-      issue_ = paths->issueFor(env.offer, target_.gpu() ? target_.device() : -1);
+      place = paths->placeOf(env.offer, target_.gpu() ? target_.device() : -1);
+      issue_ = GpuPaths::issueFor(place);
     }
     // Where the sender can map this rank's buffer it may push: the same single-copy channels.
     // posted: above the pull limit it pushes, so both directions of a pair agree on who copies
     // (on one GPU: where it drives the pair). fallback (and posted otherwise): only where this
     // rank cannot pull.
     if (paths && target_.gpu() && env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice)) {
-      q.sameGpu = paths->sameGpu(env.offer, target_.device());
+      q.sameGpu = place == GpuPaths::Place::kSameGpu;
       q.senderDrives = !paths->drives(from.worldRank);
     }
     GpuOffer target;

@@ -164,15 +164,14 @@ void* ShmSend::mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channe
   return nullptr;
 }
 
-base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel used) {
-  GpuPaths* paths = e_.gpu();
+base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue) {
   int device = data_.mem().device;
   CopyBlock b;
   b.len = toSend_;
   std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, used), data_.mem().bufferId};
   base::Status st =
-      b.copy.start(dst, data_.gpuData(), toSend_, device, mem::CopyDir::kPeer, paths->issueFor(t, device), ids);
+      b.copy.start(dst, data_.gpuData(), toSend_, device, mem::CopyDir::kPeer, issue, ids);
   if (t0) {
     e_.trace(ShmEngine::kTrCopyIssue, t0);
     b.issuedNs = ShmEngine::traceNow();
@@ -190,7 +189,7 @@ bool ShmSend::startPush(const GpuOffer& t) {
   sched::Channel used = sched::Channel::kCount;
   void* dst = mapTarget(t, sched::Channel::kCudaIpc, &used);
   if (!dst) return false;
-  base::Status st = issuePush(dst, t, used);
+  base::Status st = issuePush(dst, t, used, e_.gpu()->issueFor(t, data_.mem().device));
   if (!st.isOk()) {
     CGDR_LOG(kWarn, kCuda, "copy into the GPU buffer of rank %d failed (%s): streaming instead", peer_.worldRank,
              st.message().c_str());
@@ -223,7 +222,8 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
                  sched::tracer().pattern(peer_.worldRank), sched::Caps{}};
   q.caps.ipc = (t.flags & GpuOffer::kIpc) != 0;
   q.caps.vmmZc = (t.flags & GpuOffer::kZc) != 0;
-  q.sameGpu = paths->sameGpu(t, data_.mem().device);
+  GpuPaths::Place place = paths->placeOf(t, data_.mem().device);
+  q.sameGpu = place == GpuPaths::Place::kSameGpu;
   q.senderDrives = paths->drives(peer_.worldRank);
   sched::Channel ch = sched::select(sched::table(), q);
   if (ch != sched::Channel::kCudaIpc && ch != sched::Channel::kCudaVmmZc) return false;
@@ -247,7 +247,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   ++e_.stats().pushed;
   e_.countChannel(used, n);
   if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
-  base::Status st = issuePush(dst, t, used);
+  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place));
   if (!st.isOk()) {
     abort(st);
     return true;

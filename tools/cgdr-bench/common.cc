@@ -106,8 +106,12 @@ Buffer::~Buffer() {
   if (loc_ == Loc::kHost) std::free(p_);
 #if CGDR_HAVE_CUDA
   else if (loc_ == Loc::kVmm) cgdr::user::vmmFree({p_, mapped_, handle_});
-  else if (loc_ == Loc::kPool) cudaFreeAsync(p_, 0), cudaStreamSynchronize(0);
-  else cudaFree(p_);
+  else if (loc_ == Loc::kPool) {
+    cudaFreeAsync(p_, 0);
+    cudaStreamSynchronize(0);
+  } else {
+    cudaFree(p_);
+  }
 #endif
 }
 
