@@ -136,10 +136,11 @@ fi
 
 if has probe 30; then
   # A/B of settings, natively and across pods, side by side in one call (PROBE_TEST: latency,
-  # bw, bibw): PROBE="WHERE:KINDS:SETTING ..." (SETTING VAR=VALUE[,VAR=VALUE...] or "-").
+  # bw, bibw): PROBE="WHERE:KINDS:SETTING ..." (SETTING VAR=VALUE[,VAR=VALUE...] or "-");
+  # first cgdr-ipc-probe (copies between two processes without cgdr), unless PROBE_IPC=0.
   b=$build/tools/cgdr-bench/cgdr-bench
   pods=$build/bin/cgdr-pods
-  [ -x "$build/bench/cgdr-ipc-probe" ] && timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 \
+  [ "${PROBE_IPC:-1}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ] && timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 \
     "$build/bench/cgdr-ipc-probe" 2>&1 | tee -a "$summary"
   for p in ${PROBE:-"native:DD:-" "native:VV:-" "pods:VV:-" "pods:DV:-" "native:DD:CGDR_CUDA_PUSH=always"}; do
     IFS=: read -r where kinds v <<<"$p"

@@ -28,8 +28,7 @@ bool usable(Channel c, const Query& q) {
 
 Channel select(const Table& t, const Query& q) {
   if (t.forced != Channel::kCount && usable(t.forced, q)) return t.forced;
-  bool gpu = q.src != mem::MemKind::kHost;
-  for (const Rule& r : t.rules(q.peer, gpu, q.dst, q.pattern))
+  for (const Rule& r : t.rulesFor(q))
     if (q.bytes <= r.maxBytes && usable(r.channel, q)) return r.channel;
   return Channel::kHostPipe;  // every list ends with it; this is for an empty (misconfigured) list
 }
@@ -50,6 +49,14 @@ const std::vector<Rule>& Table::rules(PeerClass p, bool gpuSrc, Dst d, Pattern p
 std::vector<Rule>& Table::rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) {
   return rules_[static_cast<int>(p)][gpuSrc][static_cast<int>(d)][static_cast<int>(pat)];
 }
+const std::vector<Rule>& Table::rulesFor(const Query& q) const {
+  bool gpu = q.src != mem::MemKind::kHost;
+  if (gpu && q.sameGpu && q.dst == Dst::kGpu) {
+    const auto& rs = sameGpuRules_[static_cast<int>(q.peer)][static_cast<int>(q.pattern)];
+    if (!rs.empty()) return rs;
+  }
+  return rules(q.peer, gpu, q.dst, q.pattern);
+}
 
 std::string Table::describe() const {
   static const char* peers[] = {"self", "same-namespace", "container"};
@@ -57,6 +64,14 @@ std::string Table::describe() const {
   std::string out = "# cgdr scheduler table (first usable rule whose size bound holds)\n";
   if (forced != Channel::kCount) out += std::string("# forced channel: ") + channelName(forced) + "\n";
   char line[256];
+  auto appendRules = [&](const std::vector<Rule>& rs) {
+    for (const Rule& r : rs) {
+      if (r.maxBytes == SIZE_MAX) std::snprintf(line, sizeof line, " %s", channelName(r.channel));
+      else std::snprintf(line, sizeof line, " <=%zu %s,", r.maxBytes, channelName(r.channel));
+      out += line;
+    }
+    out += "\n";
+  };
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
     for (int g = 0; g < 2; ++g)
       for (int d = 0; d < 4; ++d)
@@ -66,13 +81,17 @@ std::string Table::describe() const {
           std::snprintf(line, sizeof line, "%-15s %-4s %-17s %-9s:", peers[p], g ? "GPU" : "host", dsts[d],
                         pat ? "bandwidth" : "latency");
           out += line;
-          for (const Rule& r : rs) {
-            if (r.maxBytes == SIZE_MAX) std::snprintf(line, sizeof line, " %s", channelName(r.channel));
-            else std::snprintf(line, sizeof line, " <=%zu %s,", r.maxBytes, channelName(r.channel));
-            out += line;
-          }
-          out += "\n";
+          appendRules(rs);
         }
+  for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
+    for (int pat = 0; pat < 2; ++pat) {
+      const auto& rs = sameGpuRules_[p][pat];
+      if (rs.empty()) continue;
+      std::snprintf(line, sizeof line, "%-15s %-4s %-17s %-9s:", peers[p], "GPU", "to GPU, same GPU",
+                    pat ? "bandwidth" : "latency");
+      out += line;
+      appendRules(rs);
+    }
   for (int p = static_cast<int>(PeerClass::kSameNamespace); p < static_cast<int>(PeerClass::kCount); ++p)  // not self
     for (int pat = 0; pat < 2; ++pat) {
       std::size_t lim = pullLimit_[p][pat];

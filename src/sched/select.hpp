@@ -62,6 +62,16 @@ class Table {
   static Table fromSettings();
   const std::vector<Rule>& rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) const;
   std::vector<Rule>& rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat);
+  // The receiver's rules for device data into a buffer on the source's own GPU (Query::sameGpu),
+  // between two processes: there every device copy either side puts on the GPU after the other
+  // pays the context switch (see sameGpuDriver), while the host pipeline's copies run on the copy
+  // engines, so where neither side can map the other's buffer host staging beats the cuMem ring up
+  // to a larger size than between two GPUs. Empty for self (one process): rules() then applies.
+  std::vector<Rule>& sameGpuRules(PeerClass p, Pattern pat) {
+    return sameGpuRules_[static_cast<int>(p)][static_cast<int>(pat)];
+  }
+  // The list select() walks for a query: the same-GPU list where it applies and is set.
+  const std::vector<Rule>& rulesFor(const Query& q) const;
   std::string describe() const;
   Channel forced = Channel::kCount;  // CGDR_FORCE_CHANNEL (tests): used whenever the pair can
   // Two ranks whose buffers are on one GPU: work that two processes put on one GPU in turn costs a
@@ -82,6 +92,7 @@ class Table {
 
  private:
   std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][4][2];
+  std::vector<Rule> sameGpuRules_[static_cast<int>(PeerClass::kCount)][2];
   std::size_t pullLimit_[static_cast<int>(PeerClass::kCount)][2] = {};
 };
 

@@ -31,6 +31,15 @@ Setting<Bytes> gIpcBw("CGDR_CUDA_IPC_THRESHOLD_BW", "0", "bytes", "As CGDR_CUDA_
 Setting<Bytes> gStageMin("CGDR_CUDA_VMM_STAGE_MIN", "128K", "bytes",
                          "GPU messages from this size on may go through the sender's cuMem staging ring when no "
                          "single-copy path exists (smaller: host staging).");
+Setting<Bytes> gStageMinSameGpu("CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU", "4M", "bytes",
+                                 "As CGDR_CUDA_VMM_STAGE_MIN, where the destination is on the source's own GPU "
+                                 "(another process on it): there the ring's device copies by both processes pay a "
+                                 "context switch each (~135 us on an H200 without MPS) and the host pipeline's copy-"
+                                 "engine copies do not; on one H200 the ring's latency overtook host staging's at ~4 "
+                                 "MiB (latency-bound traffic).");
+Setting<Bytes> gStageMinSameGpuBw("CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU_BW", "2M", "bytes",
+                                  "As CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU, for bandwidth-bound traffic (the ring's "
+                                  "bandwidth overtook host staging's at ~2 MiB).");
 Setting<Bytes> gAdvert("CGDR_CUDA_ADVERT_LIMIT", "1024G", "bytes",
                        "A sender copies a GPU message of up to this size straight into a receive the receiver "
                        "posted before it came and advertised (CGDR_CUDA_PUSH=posted); larger ones rendezvous "
@@ -95,17 +104,20 @@ void fill(Table& t, PeerClass p) {
                                            {cudaEager, Channel::kEager},
                                            {kAll, Channel::kHostPipe}};
     // GPU source, receiver's choice: one copy when the pair can, else the cuMem ring, else host.
-    for (Dst d : {Dst::kHost, Dst::kGpu}) {
-      auto& rs = t.rules(p, true, d, pt);
-      rs.clear();
+    auto receiverRules = [&](std::size_t stageMin) {
+      std::vector<Rule> rs;
       if (p == PeerClass::kSelf) rs.push_back({kAll, Channel::kSelf});
       if (ipc > 0) rs.push_back({ipc - 1, Channel::kHostPipe});
       rs.push_back({kAll, Channel::kCudaIpc});
       rs.push_back({kAll, Channel::kCudaVmmZc});
-      if (gStageMin.get().value > 0) rs.push_back({gStageMin.get().value - 1, Channel::kHostPipe});
+      if (stageMin > 0) rs.push_back({stageMin - 1, Channel::kHostPipe});
       rs.push_back({kAll, Channel::kCudaVmmStage});
       rs.push_back({kAll, Channel::kHostPipe});
-    }
+      return rs;
+    };
+    for (Dst d : {Dst::kHost, Dst::kGpu}) t.rules(p, true, d, pt) = receiverRules(gStageMin.get().value);
+    if (p != PeerClass::kSelf)
+      t.sameGpuRules(p, pt) = receiverRules((bw ? gStageMinSameGpuBw : gStageMinSameGpu).get().value);
     // A posted GPU receive advertised to the sender: the sender copies into it up to the advert
     // limit (a single-copy channel); anything else leaves the message to the rendezvous above.
     std::size_t advert = (bw ? gAdvertBw : gAdvert).get().value;

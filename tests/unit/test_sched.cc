@@ -64,8 +64,13 @@ Channel expected(const Query& q) {
   if (device && q.caps.contiguous) {
     if (q.caps.ipc) return Channel::kCudaIpc;
     if (q.caps.vmmZc) return Channel::kCudaVmmZc;
-    // Below 128 KiB the host pipeline beats the cuMem ring's two device copies.
-    if (q.caps.vmmStage && q.bytes >= 128 * 1024) return Channel::kCudaVmmStage;
+    // Below 128 KiB the host pipeline beats the cuMem ring's two device copies; into a buffer on
+    // the source's own GPU (two processes), below 4 MiB (2 MiB for bandwidth-bound traffic): there
+    // the ring's device copies pay a context switch each, host staging's copy engines do not.
+    std::size_t stageMin = 128 * 1024;
+    if (q.sameGpu && q.dst == Dst::kGpu && q.peer != PeerClass::kSelf)
+      stageMin = q.pattern == Pattern::kBandwidth ? 2u << 20 : 4u << 20;
+    if (q.caps.vmmStage && q.bytes >= stageMin) return Channel::kCudaVmmStage;
   }
   return Channel::kHostPipe;
 }
@@ -77,7 +82,9 @@ class Sched : public ::testing::Test {
 
 TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
   sched::Table t = tableWith({});
-  const std::size_t sizes[] = {0, 1, 8191, 8192, 8193, 65536, 1 << 20, (1 << 20) + 1, std::size_t{256} << 20};
+  const std::size_t sizes[] = {0,           1,       8191,        8192,    8193,        65536,  128 * 1024 - 1,
+                               128 * 1024,  1 << 20, (1 << 20) + 1, (2 << 20) - 1, 2 << 20, (4 << 20) - 1, 4 << 20,
+                               std::size_t{256} << 20};
   int checked = 0;
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
     for (mem::MemKind src : {mem::MemKind::kHost, mem::MemKind::kDevice, mem::MemKind::kManaged})
@@ -86,7 +93,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
           for (int capBits = 0; capBits < 256; ++capBits)
             for (std::size_t n : sizes) {
               Query q{static_cast<PeerClass>(p), src, dst, n, pat, Caps{}};
-              q.sameGpu = capBits & 64;  // does not change the channel, only who copies
+              q.sameGpu = capBits & 64;  // who copies, and where the cuMem ring starts
               q.senderDrives = capBits & 128;
               q.caps.cma = capBits & 1;
               q.caps.ipc = capBits & 2;
@@ -114,7 +121,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
                     << "peer " << p << " caps " << capBits << " can pull " << canPull;
               ++checked;
             }
-  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 256 * 9);
+  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 256 * 15);
 }
 
 TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
@@ -261,6 +268,37 @@ TEST_F(Sched, StageMinimumAndCudaEagerLimit) {
   EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
 }
 
+TEST_F(Sched, SameGpuStageMinimumPerPatternAndSetting) {
+  sched::Table t = tableWith({{"CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU", "1M"}, {"CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU_BW", "3M"}});
+  for (PeerClass p : {PeerClass::kSameNamespace, PeerClass::kContainer}) {
+    Query q{p, mem::MemKind::kDevice, Dst::kGpu, (1 << 20) - 1, Pattern::kLatency, Caps{}};
+    q.caps.vmmStage = true;
+    q.sameGpu = true;
+    EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+    q.bytes = 1 << 20;
+    EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+    q.pattern = Pattern::kBandwidth;
+    EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
+    q.bytes = 3 << 20;
+    EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+    q.bytes = 128 * 1024;  // between two GPUs the ring starts at CGDR_CUDA_VMM_STAGE_MIN
+    q.sameGpu = false;
+    EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+    q.sameGpu = true;  // a host destination is never on the source's GPU: the ordinary rules
+    q.dst = Dst::kHost;
+    EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+    q.dst = Dst::kGpu;
+    q.caps.ipc = true;  // a single-copy path still comes first
+    EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  }
+  // One process: a direct copy, whatever the setting.
+  Query s{PeerClass::kSelf, mem::MemKind::kDevice, Dst::kGpu, 1000, Pattern::kLatency, Caps{}};
+  s.sameGpu = true;
+  EXPECT_EQ(sched::select(t, s), Channel::kSelf);
+  EXPECT_NE(t.describe().find("to GPU, same GPU  latency  : cuda-ipc cuda-vmm-zc <=1048575 host-pipeline"), std::string::npos)
+      << t.describe();
+}
+
 TEST_F(Sched, ContainerPeersStageSmallGpuMessagesThroughHost) {
   Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kUnknown, 65536, Pattern::kLatency, Caps{}};
   EXPECT_EQ(sched::select(tableWith({}), q), Channel::kEager);
@@ -335,8 +373,9 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   std::string d = t.describe();
   int lines = 0;
   for (char c : d) lines += c == '\n';
-  // rule lists, then the pull limits of the two process classes, then who copies on one GPU
-  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 1);
+  // rule lists, the same-GPU lists of the two process classes, then their pull limits, then who
+  // copies on one GPU
+  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1);
   EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
   EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
 }
