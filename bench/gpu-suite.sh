@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests pods hostperf compare smallrep tune probe visprobe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests pods hostperf compare smallrep tune probe mps visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -134,10 +134,10 @@ if has tune 60; then
   done
 fi
 
-if has probe 30; then
-  # A/B of settings, natively and across pods, side by side in one call (PROBE_TEST: latency,
-  # bw, bibw): PROBE="WHERE:KINDS:SETTING ..." (SETTING VAR=VALUE[,VAR=VALUE...] or "-");
-  # first cgdr-ipc-probe (copies between two processes without cgdr), unless PROBE_IPC=0.
+# A/B of settings, natively and across pods, side by side in one call (PROBE_TEST: latency, bw,
+# bibw): PROBE="WHERE:KINDS:SETTING ..." (SETTING VAR=VALUE[,VAR=VALUE...] or "-"); first
+# cgdr-ipc-probe (copies between two processes without cgdr), unless PROBE_IPC=0.
+probe_all() {
   b=$build/tools/cgdr-bench/cgdr-bench
   pods=$build/bin/cgdr-pods
   [ "${PROBE_IPC:-1}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ] && timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 \
@@ -167,6 +167,37 @@ if has probe 30; then
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
     grep -E "trace|channels|GPU copies|GPU buffers|adverts:|advert waits" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
   done
+}
+
+if has probe 30; then probe_all; fi
+
+# The same under MPS (a private control daemon, its pipe and log directories made here, quit at the
+# end): where several processes' GPU work runs side by side instead of in turns. MPS_TESTS=1 runs
+# the GPU tests under it as well.
+if has mps 60; then
+  if command -v nvidia-cuda-mps-control > /dev/null; then
+    mpsdir=$(mktemp -d /tmp/cgdr-mps.XXXXXX)
+    export CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    if nvidia-cuda-mps-control -d; then
+      say "mps: daemon started; $("$build/tools/cgdr-info/cgdr-info" 2>&1 | grep -m1 ' GPU 0:')"
+      probe_all
+      if [ "${MPS_TESTS:-0}" = 1 ]; then
+        (cd "$build" && timeout $(( $(left) - 20 )) ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 \
+          --output-on-failure) > "$logs/gpu-tests-mps.log" 2>&1
+        say "gpu tests under MPS: $(grep -E 'tests passed' "$logs/gpu-tests-mps.log" || echo 'no result')"
+        grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests-mps.log" | head -30 | tee -a "$summary"
+      fi
+      echo quit | nvidia-cuda-mps-control
+      sleep 1
+      cp -r "$CUDA_MPS_LOG_DIRECTORY" "$logs/mps-log" 2>/dev/null
+    else
+      say "mps: the control daemon did not start"
+    fi
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  else
+    say "mps: nvidia-cuda-mps-control is not installed"
+  fi
 fi
 
 if has visprobe 30; then

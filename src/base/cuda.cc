@@ -140,6 +140,20 @@ bool vmmFdSupported(int device) {
 #endif
 }
 
+bool mpsShared(int device) {
+#if CGDR_HAVE_CUDA
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrMpsEnabled, device) != cudaSuccess) {
+    (void)cudaGetLastError();  // a driver too old to say: as without MPS
+    return false;
+  }
+  return v != 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 std::string describeDevice(int device) {
 #if CGDR_HAVE_CUDA
   cudaDeviceProp p{};
@@ -155,7 +169,8 @@ std::string describeDevice(int device) {
            "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
            u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
   return std::string(p.name) + " bus " + bus + " " + uuid + " sm_" + std::to_string(p.major) +
-         std::to_string(p.minor) + " " + std::to_string(p.totalGlobalMem >> 20) + " MiB";
+         std::to_string(p.minor) + " " + std::to_string(p.totalGlobalMem >> 20) + " MiB" +
+         (mpsShared(device) ? ", shared through MPS" : ", time-sliced between processes (no MPS)");
 #else
   (void)device;
   return "unavailable";

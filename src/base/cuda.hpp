@@ -36,5 +36,8 @@ bool vmmFdSupported(int device);
 
 // One-line description of the GPU (name, PCI bus id, memory) for cgdr-info.
 std::string describeDevice(int device);
+// Whether this process's contexts on `device` are shared through MPS (cudaDevAttrMpsEnabled): then
+// the GPU work of several processes runs side by side instead of in turns (false where unknown).
+bool mpsShared(int device);
 
 }  // namespace cgdr::base::cuda
