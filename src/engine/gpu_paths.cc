@@ -200,13 +200,16 @@ bool GpuPaths::zeroCopyable(int w, const void* p, std::size_t n, const mem::MemI
 }
 
 void GpuPaths::describe(int w, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o) {
-  o->flags &= ~(GpuOffer::kIpc | GpuOffer::kZc);
+  o->flags &= ~(GpuOffer::kIpc | GpuOffer::kZc | GpuOffer::kMps);
   if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return;
   sched::Caps caps = senderCaps(w);
   if (!caps.ipc && !caps.vmmZc) return;
   auto addr = reinterpret_cast<std::uint64_t>(p);
   std::lock_guard lock(mutex_);
-  if (const std::uint8_t* u = uuidOf(known.device)) std::memcpy(o->gpu, u, sizeof o->gpu);
+  if (const std::uint8_t* u = uuidOf(known.device)) {
+    std::memcpy(o->gpu, u, sizeof o->gpu);
+    if (mps_[known.device]) o->flags |= GpuOffer::kMps;
+  }
   Export* found = exportOf(p, n, caps.vmmZc, known);
   if (!found) return;
   Export& e = *found;
@@ -255,10 +258,12 @@ const std::uint8_t* GpuPaths::uuidOf(int device) {
 #if CGDR_HAVE_CUDA
   if (uuids_.empty()) {
     uuids_.resize(static_cast<std::size_t>(std::max(base::cuda::deviceCount(), 0)));
+    mps_.assign(uuids_.size(), false);
     for (std::size_t d = 0; d < uuids_.size(); ++d) {
       cudaDeviceProp p{};
       if (cudaGetDeviceProperties(&p, static_cast<int>(d)) == cudaSuccess)
         uuids_[d].assign(p.uuid.bytes, p.uuid.bytes + 16);
+      mps_[d] = base::cuda::mpsShared(static_cast<int>(d));
     }
     (void)cudaGetLastError();
   }
@@ -275,7 +280,8 @@ GpuPaths::Place GpuPaths::placeOf(const GpuOffer& o, int device) {
   if (std::memcmp(o.gpu, kNone, sizeof kNone) == 0) return Place::kUnknown;
   std::lock_guard lock(mutex_);
   const std::uint8_t* mine = uuidOf(device);
-  if (mine && std::memcmp(mine, o.gpu, 16) == 0) return Place::kSameGpu;
+  if (mine && std::memcmp(mine, o.gpu, 16) == 0)  // uuidOf succeeded: device indexes mps_
+    return (o.flags & GpuOffer::kMps) && mps_[device] ? Place::kSameGpuMps : Place::kSameGpu;
   for (const auto& u : uuids_)
     if (u.size() == 16 && std::memcmp(u.data(), o.gpu, 16) == 0) return Place::kOtherVisible;
   return Place::kInvisible;

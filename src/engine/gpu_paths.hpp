@@ -24,7 +24,9 @@ namespace cgdr::engine {
 
 // Follows the envelope of a rendezvous message whose bytes are in GPU memory.
 struct GpuOffer {
-  enum : std::uint32_t { kIpc = 1, kZc = 2, kStage = 4 };
+  // kMps: the describing process shares the GPU `gpu` through MPS (its work and the peer's may run
+  // side by side there, instead of in turns).
+  enum : std::uint32_t { kIpc = 1, kZc = 2, kStage = 4, kMps = 8 };
   std::uint32_t flags = 0;
   std::int32_t kind = 0;  // mem::MemKind of the source
   std::uint64_t zcId = 0, zcSize = 0, zcOffset = 0;  // kZc: the allocation as shared over the link
@@ -61,11 +63,15 @@ class GpuPaths {
   // same GPU or on one this process cannot see, else cudaMemcpyAsync (mem::Issue).
   mem::Issue issueFor(const GpuOffer& o, int device) { return issueFor(placeOf(o, device)); }
   // Where the bytes `o` describes are, seen from this rank's GPU `device` (one UUID lookup, for
-  // both the issue method and the same-GPU policy).
-  enum class Place : std::uint8_t { kUnknown, kSameGpu, kOtherVisible, kInvisible };
+  // both the issue method and the same-GPU policy). kSameGpu: on this GPU, which the two processes
+  // use in turns (each switch between their work costs a context switch: the same-GPU policy of
+  // sched applies); kSameGpuMps: on this GPU, which both share through MPS (their work runs side by
+  // side: as between two GPUs).
+  enum class Place : std::uint8_t { kUnknown, kSameGpu, kSameGpuMps, kOtherVisible, kInvisible };
   Place placeOf(const GpuOffer& o, int device);
   static mem::Issue issueFor(Place p) {
-    return p == Place::kSameGpu || p == Place::kInvisible ? mem::Issue::kGraph : mem::Issue::kMemcpy;
+    return p == Place::kSameGpu || p == Place::kSameGpuMps || p == Place::kInvisible ? mem::Issue::kGraph
+                                                                                      : mem::Issue::kMemcpy;
   }
   // Whether this rank drives the pair it forms with peerWorld where their buffers share a GPU
   // (sched::Table::sameGpuDriver): the lower world rank does.
@@ -157,8 +163,9 @@ class GpuPaths {
   std::unordered_map<std::uint64_t, Export> exports_;  // by allocation base
   std::unordered_set<void*> pinned_;
   // GPU UUIDs of this process's devices by ordinal, read on first use (mutex_ held).
-  const std::uint8_t* uuidOf(int device);
+  const std::uint8_t* uuidOf(int device);  // also fills mps_ (both under mutex_)
   std::vector<std::vector<std::uint8_t>> uuids_;
+  std::vector<bool> mps_;  // per device: this process shares it through MPS
   // Per world rank: the id this rank's ring has at that peer (0: not shared yet; set once, as
   // the ring lives until finalize), and (peer's ring id << 9 | (device + 1) << 1 | maps) of the
   // last ring of that peer asked about (0: none yet).

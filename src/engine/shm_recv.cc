@@ -272,10 +272,10 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
     if (t0) e_.trace(ShmEngine::kTrRecvChoose, t0);
     if (ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) {
-      if (target.flags) {  // the handle kind of the chosen channel, else the other one
+      if (target.flags & (GpuOffer::kIpc | GpuOffer::kZc)) {  // the chosen channel's handle, else the other
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
-        target.flags = want;
+        target.flags = want | (target.flags & GpuOffer::kMps);
         if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc))
           return;
       }

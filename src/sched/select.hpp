@@ -43,7 +43,8 @@ struct Query {
   std::size_t bytes;
   Pattern pattern;
   Caps caps;
-  // The source and the destination are on one GPU (two processes sharing it), and whether the
+  // The source and the destination are on one GPU that the two processes use in turns (not
+  // shared through MPS: there their work runs side by side, as on two GPUs), and whether the
   // sender is the pair's driver (Table::sameGpuDriver).
   bool sameGpu = false;
   bool senderDrives = false;

@@ -36,7 +36,8 @@ Setting<Bytes> gStageMinSameGpu("CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU", "4M", "bytes
                                  "(another process on it): there the ring's device copies by both processes pay a "
                                  "context switch each (~135 us on an H200 without MPS) and the host pipeline's copy-"
                                  "engine copies do not; on one H200 the ring's latency overtook host staging's at ~4 "
-                                 "MiB (latency-bound traffic).");
+                                 "MiB (latency-bound traffic). Not where both processes share the GPU through MPS "
+                                 "(no switch there): CGDR_CUDA_VMM_STAGE_MIN applies.");
 Setting<Bytes> gStageMinSameGpuBw("CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU_BW", "2M", "bytes",
                                   "As CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU, for bandwidth-bound traffic (the ring's "
                                   "bandwidth overtook host staging's at ~2 MiB).");
@@ -68,7 +69,8 @@ Setting<bool> gSameGpuDriver("CGDR_CUDA_SAME_GPU_DRIVER", "1", "",
                              "copy between them that either side could make (pushes what it sends, pulls what it "
                              "receives): work that two processes put on one GPU in turn costs a context switch each "
                              "time (~135 us per message on an H200 without MPS, against ~9 us where one process "
-                             "copies). 0: each message copied as between two GPUs.");
+                             "copies). 0: each message copied as between two GPUs. Where both processes share the "
+                             "GPU through MPS there is no such switch: messages are copied as between two GPUs.");
 base::ChoiceSetting gForce("CGDR_FORCE_CHANNEL", "auto",
                            {"auto", "shm-eager", "shm-cma", "host-pipeline", "cuda-ipc", "cuda-vmm-zc", "cuda-vmm-stage",
                             "self", "gdrcopy"},

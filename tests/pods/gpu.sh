@@ -53,7 +53,9 @@ grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "pods: legacy IPC used a
 # other pod's process puts no copy on the GPU (exportable buffers, and cudaMalloc from the heap).
 if [ "$G" = "0;0" ]; then
   for k in V D; do
-    out=$(CGDR_STATS=1 timeout 120 "$PODS" -n 2 --gpus "$G" -- "$BIN/tools/cgdr-bench/cgdr-bench" \
+    # (away from any MPS daemon: under MPS both processes copy, as between two GPUs)
+    out=$(CGDR_STATS=1 timeout 120 "$PODS" -n 2 --gpus "$G" -x CUDA_MPS_PIPE_DIRECTORY=/nonexistent/cgdr-no-mps -- \
+          "$BIN/tools/cgdr-bench/cgdr-bench" \
           latency $k $k -m 1:4M -i 50:10 -x 5:2 -c 2>&1)
     rc=$?
     [ $rc -eq 0 ] && grep -q " Pass" <<<"$out" && ! grep -q "FAIL" <<<"$out" ||
