@@ -99,8 +99,10 @@ std::string Table::describe() const {
                     "(not advertised)", pat ? "bandwidth" : "latency", lim);
       out += line;
     }
-  out += sameGpuDriver ? "same GPU (two processes): the pair's lower world rank makes every copy either side could\n"
-                       : "same GPU (two processes): as between two GPUs\n";
+  out += sameGpuDriver
+             ? "same GPU used in turns (two processes, no MPS): the pair's lower world rank makes every copy "
+               "either side could; under MPS: as between two GPUs\n"
+             : "same GPU (two processes): as between two GPUs\n";
   return out;
 }
 

@@ -214,7 +214,7 @@ TEST_F(Sched, SameGpuTheDriverMakesEveryCopy) {
   q.peer = PeerClass::kContainer;
   q.senderDrives = false;
   EXPECT_TRUE(sched::leaveToReceiver(t, q, true)) << "across containers the same";
-  EXPECT_NE(t.describe().find("same GPU (two processes): the pair's lower world rank"), std::string::npos);
+  EXPECT_NE(t.describe().find("same GPU used in turns (two processes, no MPS): the pair's lower world rank"), std::string::npos);
   // Off: as between two GPUs (the pull limit decides; adverts are claimed).
   t = tableWith({{"CGDR_CUDA_SAME_GPU_DRIVER", "0"}});
   EXPECT_FALSE(sched::leaveToReceiver(t, q, true));
