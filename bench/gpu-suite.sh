@@ -14,11 +14,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/cgdr-suite-out}
 steps=${SUITE_STEPS:-env build tests pods hostperf compare}
 logs=$(mktemp -d /tmp/cgdr-suite.XXXXXX)/logs
-mkdir -p "$OUT" "$logs"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-build=$top/build-gpu
-lib=$build/src/libcgdr.so
+mkdir -p "$logs"
+build=$top/build-gpu out=$OUT
+# The environment, the programs ($b, $lib, $pods) and the GPU layout ($gpus: one GPU per rank/pod,
+# "0;1", or on a machine of one GPU both on it, "0;0").
+. "$top/bench/gpu-env.sh"
 summary=$OUT/summary.txt
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -28,8 +28,6 @@ has() {
   if [ "$(left)" -lt "${2:-20}" ]; then say "$1: skipped ($(left) s left before the deadline)"; return 1; fi
   say "--- $1 (at $((SECONDS - t0)) s)"
 }
-# Pods get one GPU each ("0;1"); on a machine of one GPU both share it ("0;0").
-G="0;1"; [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ] && G="0;0"
 mpirun2() { timeout "${STEP_TIMEOUT:-120}" mpirun --bind-to core --map-by core -np 2 "$@"; }
 withcgdr() { echo -x "LD_PRELOAD=$lib"; }
 
@@ -87,8 +85,6 @@ fi
 if has hostperf 60; then
   # Issue 5: host buffers, 2 ranks: cgdr in 2 pods vs the plain MPI natively and across pods;
   # cgdr with CGDR_LOCALITY=off vs no cgdr (what cgdr costs on traffic it does not carry).
-  b=$build/tools/cgdr-bench/cgdr-bench
-  pods=$build/bin/cgdr-pods
   hp() {  # NAME COMMAND...
     local n=$1; shift
     timeout 60 "$@" > "$logs/$n.log" 2>&1 || say "$n: exit $?"
@@ -118,18 +114,16 @@ fi
 if has tune 60; then
   # Switch points and sizes of the pipelines: host chunks across pods (H H) and the cuMem staging
   # ring's block (D D across pods), a few settings side by side.
-  b=$build/tools/cgdr-bench/cgdr-bench
-  pods=$build/bin/cgdr-pods
   for v in ${TUNE_HOST:-"CGDR_SHM_CHUNKS=16"}; do
     say "tune H H pods bw $v: $(timeout 40 "$pods" -n 2 --cpus "2;3" -x "$v" -- "$b" bw H H -m 512K:4M 2>&1 |
       grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2/1000}')"
   done
   for v in ${TUNE_DEV:-"CGDR_CUDA_STAGE_SLOTS=4" "CGDR_CUDA_STAGE_SLOTS=8" "CGDR_CUDA_BLOCK_SIZE=32M"}; do
-    say "tune D D pods bw $v: $(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "2;3" -x "$v" -- "$b" bw D D -m 4M:256M \
+    say "tune D D pods bw $v: $(timeout 40 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x "$v" -- "$b" bw D D -m 4M:256M \
       -i 20:4 -W 16 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2/1000}')"
   done
   for v in ${TUNE_LAT:-"CGDR_FORCE_CHANNEL=auto"}; do
-    say "tune D D pods latency $v: $(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "2;3" -x "$v" -- "$b" latency D D \
+    say "tune D D pods latency $v: $(timeout 40 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x "$v" -- "$b" latency D D \
       -m 1:4M -i 200:20 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2}')"
   done
 fi
@@ -138,8 +132,6 @@ fi
 # bibw): PROBE="WHERE:KINDS:SETTING ..." (SETTING VAR=VALUE[,VAR=VALUE...] or "-"); first
 # cgdr-ipc-probe (copies between two processes without cgdr), unless PROBE_IPC=0.
 probe_all() {
-  b=$build/tools/cgdr-bench/cgdr-bench
-  pods=$build/bin/cgdr-pods
   [ "${PROBE_IPC:-1}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ] && timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 \
     "$build/bench/cgdr-ipc-probe" 2>&1 | tee -a "$summary"
   for p in ${PROBE:-"native:DD:-" "native:VV:-" "pods:VV:-" "pods:DV:-" "native:DD:CGDR_CUDA_PUSH=always"}; do
@@ -158,11 +150,11 @@ probe_all() {
                   "$b" "${args[@]}" 2>&1) ;;
       native1) r=$(timeout 40 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${tr[@]}" "${xs[@]}" \
                    bash -c 'export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$0" "$@"' "$b" "${args[@]}" 2>&1) ;;
-      pods) r=$(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "2;3" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
+      pods) r=$(timeout 40 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
       pods2) r=$(timeout 40 "$pods" -n 2 --gpus "0,1;1,0" --cpus "2;3" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
       # podsx: pods on swapped CPUs; podscpu2: two CPUs per pod (the pod's daemon beside the rank)
-      podsx) r=$(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "3;2" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
-      podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "$G" --cpus "2,4;3,5" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
+      podsx) r=$(timeout 40 "$pods" -n 2 --gpus "$gpus" --cpus "3;2" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
+      podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "$gpus" --cpus "2,4;3,5" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
     esac
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
     grep -E "trace|channels|GPU copies|GPU buffers|adverts:|advert waits" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
@@ -183,7 +175,8 @@ if has mps 60; then
       say "mps: daemon started; $("$build/tools/cgdr-info/cgdr-info" 2>&1 | grep -m1 ' GPU 0:')"
       probe_all
       if [ "${MPS_TESTS:-0}" = 1 ]; then
-        (cd "$build" && timeout $(( $(left) - 20 )) ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 \
+        lim=$(( $(left) - 20 )); [ $lim -lt 60 ] && lim=60
+        (cd "$build" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 \
           --output-on-failure) > "$logs/gpu-tests-mps.log" 2>&1
         say "gpu tests under MPS: $(grep -E 'tests passed' "$logs/gpu-tests-mps.log" || echo 'no result')"
         grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests-mps.log" | head -30 | tee -a "$summary"
@@ -215,7 +208,6 @@ if has visprobe 30; then
 fi
 
 if has bench 60; then
-  b=$build/tools/cgdr-bench/cgdr-bench
   if [ -x "$build/bench/cgdr-classify-bench" ]; then
     "$build/bench/cgdr-classify-bench" --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
       > "$logs/classify.log" 2>&1

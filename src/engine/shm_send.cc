@@ -228,8 +228,8 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   sched::Channel ch = sched::select(sched::table(), q);
   if (ch != sched::Channel::kCudaIpc && ch != sched::Channel::kCudaVmmZc) return false;
   // One GPU, the receiver drives: it pulls after the envelope (this process leaves the GPU alone).
-  if (q.sameGpu && sched::leaveToReceiver(sched::table(), q,
-                                          paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem())))
+  // (pullable takes the paths mutex and looks the buffer up: asked only of the driver's adverts)
+  if (sched::leaveToReceiver(sched::table(), q) && paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem()))
     return false;
   toSend_ = n;
   sched::Channel used = ch;

@@ -39,8 +39,8 @@ bool senderCopies(const Table& t, const Query& q) {
   return q.bytes > t.pullLimit(q.peer, q.pattern);
 }
 
-bool leaveToReceiver(const Table& t, const Query& q, bool receiverCanPull) {
-  return q.sameGpu && t.sameGpuDriver && !q.senderDrives && receiverCanPull && q.peer != PeerClass::kSelf;
+bool leaveToReceiver(const Table& t, const Query& q) {
+  return q.sameGpu && t.sameGpuDriver && !q.senderDrives && q.peer != PeerClass::kSelf;
 }
 
 const std::vector<Rule>& Table::rules(PeerClass p, bool gpuSrc, Dst d, Pattern pat) const {

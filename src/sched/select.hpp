@@ -104,9 +104,10 @@ Channel select(const Table& t, const Query& q);
 // and a buffer the sender can map.
 bool senderCopies(const Table& t, const Query& q);
 // Pure: whether a sender that found its receive advertised (q.dst kPosted, a single-copy channel)
-// should leave the copy to the receiver instead of claiming it: on one GPU, where the receiver is
-// the driver and can pull the source (receiverCanPull).
-bool leaveToReceiver(const Table& t, const Query& q, bool receiverCanPull);
+// should leave the copy to the receiver instead of claiming it, provided the receiver can pull the
+// source (the caller asks that only when this holds: else the sender's one copy beats two): on one
+// GPU used in turns, where the receiver is the pair's driver.
+bool leaveToReceiver(const Table& t, const Query& q);
 // Whether the pair can use a channel at all for this query.
 bool usable(Channel c, const Query& q);
 

@@ -115,10 +115,10 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               ASSERT_EQ(sched::senderCopies(t, q), push) << "peer " << p << " dst " << int(dst) << " bytes " << n
                                                          << " same GPU " << q.sameGpu << " sender drives "
                                                          << q.senderDrives;
-              // An advertised receive: claimed unless, on one GPU, the receiver drives and can pull.
-              for (bool canPull : {false, true})
-                ASSERT_EQ(sched::leaveToReceiver(t, q, canPull), q.sameGpu && !q.senderDrives && canPull && p != 0)
-                    << "peer " << p << " caps " << capBits << " can pull " << canPull;
+              // An advertised receive: claimed unless, on one GPU, the receiver drives (and can pull,
+              // which the engine asks only then).
+              ASSERT_EQ(sched::leaveToReceiver(t, q), q.sameGpu && !q.senderDrives && p != 0)
+                  << "peer " << p << " caps " << capBits;
               ++checked;
             }
   EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 256 * 15);
@@ -207,17 +207,19 @@ TEST_F(Sched, SameGpuTheDriverMakesEveryCopy) {
   q.bytes = std::size_t{256} << 20;
   EXPECT_FALSE(sched::senderCopies(t, q)) << "the driver pulls even above the pull limit";
   q.dst = Dst::kPosted;
-  EXPECT_TRUE(sched::leaveToReceiver(t, q, true)) << "an advert of the driver is left to it where it can pull";
-  EXPECT_FALSE(sched::leaveToReceiver(t, q, false)) << "else the sender's one copy beats two";
+  EXPECT_TRUE(sched::leaveToReceiver(t, q)) << "an advert of the driver is left to it (where it can pull)";
   q.senderDrives = true;
-  EXPECT_FALSE(sched::leaveToReceiver(t, q, true)) << "the driver claims";
+  EXPECT_FALSE(sched::leaveToReceiver(t, q)) << "the driver claims";
   q.peer = PeerClass::kContainer;
   q.senderDrives = false;
-  EXPECT_TRUE(sched::leaveToReceiver(t, q, true)) << "across containers the same";
+  EXPECT_TRUE(sched::leaveToReceiver(t, q)) << "across containers the same";
+  q.sameGpu = false;  // two GPUs, or one shared through MPS
+  EXPECT_FALSE(sched::leaveToReceiver(t, q));
+  q.sameGpu = true;
   EXPECT_NE(t.describe().find("same GPU used in turns (two processes, no MPS): the pair's lower world rank"), std::string::npos);
   // Off: as between two GPUs (the pull limit decides; adverts are claimed).
   t = tableWith({{"CGDR_CUDA_SAME_GPU_DRIVER", "0"}});
-  EXPECT_FALSE(sched::leaveToReceiver(t, q, true));
+  EXPECT_FALSE(sched::leaveToReceiver(t, q));
   q.dst = Dst::kGpu;
   q.bytes = 8;
   q.senderDrives = true;
