@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests pods hostperf compare smallrep tune probe mps visprobe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests pods hostperf compare smallrep tune probe alloc mps visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -162,6 +162,24 @@ probe_all() {
 }
 
 if has probe 30; then probe_all; fi
+
+# What an allocation costs the program (cgdr-bench alloc D|A, both ranks at once): the exportable
+# heap against the runtime, in turns (ALLOC_ROUNDS rounds; CGDR_CUDA_MALLOC / _ASYNC off and
+# exportable).
+if has alloc 30; then
+  for round in $(seq 1 "${ALLOC_ROUNDS:-2}"); do
+    for k in A D; do
+      var=CGDR_CUDA_MALLOC_ASYNC
+      [ $k = D ] && var=CGDR_CUDA_MALLOC
+      for v in off exportable; do
+        r=$(timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" -x CGDR_STATS=1 -x "$var=$v" \
+            "$b" alloc $k -m "${ALLOC_RANGE:-256:64M}" -i "${ALLOC_ITERS:-4000:400}" 2>&1)
+        say "alloc $k $var=$v round $round: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
+        grep -m1 "exportable heap" <<<"$r" | sed 's/^.*stats: /  /' | tee -a "$summary"
+      done
+    done
+  done
+fi
 
 # The same under MPS (a private control daemon, its pipe and log directories made here, quit at the
 # end): where several processes' GPU work runs side by side instead of in turns. MPS_TESTS=1 runs

@@ -83,14 +83,23 @@ std::unique_ptr<GpuPaths> GpuPaths::open(MPI_Comm world, std::uint64_t nonce, co
   return g;
 }
 
+// cudaMalloc memory: where a peer can open no legacy IPC handle of this rank. Pool memory
+// (cudaMallocAsync) has no handle at all: wherever a co-located peer maps cuMem memory.
 void GpuPaths::activateHeapIfNeeded() {
   if (!link_ || !base::cuda::usable()) return;
-  for (std::size_t w = 0; w < gPeers.size(); ++w) {
+  bool malloc = false, async = false;
+  for (std::size_t w = 0; w < gPeers.size() && !(malloc && async); ++w) {
     const PeerCaps& c = gPeers[w];
-    if (c.cls == sched::PeerClass::kContainer && c.vmm && !c.ipcExport && link_->connected(static_cast<int>(w))) {
+    if (c.cls == sched::PeerClass::kSelf || !c.vmm || !link_->connected(static_cast<int>(w))) continue;
+    if (!async) {
+      std::string why = "rank " + std::to_string(w) + " maps cuMem memory of this rank";
+      mem::activateExportableAsync(why.c_str());
+      async = true;
+    }
+    if (!malloc && c.cls == sched::PeerClass::kContainer && !c.ipcExport) {
       std::string why = "rank " + std::to_string(w) + " cannot open legacy CUDA IPC handles of this rank";
       mem::activateExportableMalloc(why.c_str());
-      return;
+      malloc = true;
     }
   }
 }

@@ -96,10 +96,12 @@ void ShmEngine::stop() {
                  lc.held, lc.released);
     }
     mem::HeapStats hs = mem::heapStats();
-    if (hs.served + hs.fallbacks)
-      CGDR_LOG(kWarn, kShm, "stats: exportable heap: %zu cudaMalloc served (%zu fell back), %zu chunks of %zu MiB "
-               "(%zu shared), %zu live", hs.served, hs.fallbacks, hs.chunks, hs.chunkBytes >> 20, hs.sharedChunks,
-               hs.live);
+    if (hs.served + hs.asyncServed + hs.fallbacks + hs.deferred)
+      CGDR_LOG(kWarn, kShm, "stats: exportable heap: %zu cudaMalloc served, %zu cudaMallocAsync served (%zu reused "
+               "on their stream; %zu fell back), %zu cudaFreeAsync waited for their stream (%zu in a capture, kept), "
+               "%zu chunks of %zu MiB (%zu shared, %zu idle of %zu MiB, %zu trimmed), %zu live", hs.served,
+               hs.asyncServed, hs.reused, hs.fallbacks, hs.deferred, hs.captured, hs.chunks, hs.chunkBytes >> 20,
+               hs.sharedChunks, hs.idleChunks, hs.idleBytes >> 20, hs.trimmed, hs.live);
     if (tracing()) {
       static const char* names[] = {"send-build", "envelope",    "recv-choose", "copy-issue",
                                     "copy-run",   "cts",         "pushed",      "recv-finish",

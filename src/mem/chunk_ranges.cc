@@ -31,6 +31,7 @@ std::uint64_t ChunkRanges::take(std::size_t n, int device) {
   free_.erase(best);
   if (rest) free_[at + n] = rest;
   auto c = chunkOf(at);
+  setIdle(c->second, false);
   c->second.liveBytes += n;
   live_[at] = {n, c->first};
   return at;
@@ -71,16 +72,53 @@ int ChunkRanges::deviceOf(std::uint64_t p) const {
   return l == live_.end() ? -1 : chunks_.at(l->second.second).device;
 }
 
+int ChunkRanges::rangeOf(std::uint64_t p, std::size_t* size) const {
+  auto l = live_.find(p);
+  if (l == live_.end()) return -1;
+  *size = l->second.first;
+  return chunks_.at(l->second.second).device;
+}
+
+void ChunkRanges::setIdle(Chunk& c, bool idle) {
+  if (c.idle == idle) return;
+  c.idle = idle;
+  c.idleSince = idle ? ++idleClock_ : 0;
+  if (idle) idleBytes_ += c.size;
+  else idleBytes_ -= c.size;
+}
+
+void ChunkRanges::keepIdle(std::uint64_t base) {
+  auto c = chunks_.find(base);
+  if (c != chunks_.end() && c->second.liveBytes == 0 && !c->second.shared) setIdle(c->second, true);
+}
+
+std::vector<std::uint64_t> ChunkRanges::idleChunks() const {
+  std::vector<std::uint64_t> v;
+  for (const auto& [base, c] : chunks_)
+    if (c.idle) v.push_back(base);
+  return v;
+}
+
+std::uint64_t ChunkRanges::oldestIdle() const {
+  std::uint64_t base = 0, since = 0;
+  for (const auto& [b, c] : chunks_)
+    if (c.idle && (!base || c.idleSince < since)) base = b, since = c.idleSince;
+  return base;
+}
+
 void ChunkRanges::dropChunk(std::uint64_t base) {
   auto c = chunks_.find(base);
   if (c == chunks_.end() || c->second.liveBytes != 0) return;
+  setIdle(c->second, false);
   free_.erase(base);  // an empty chunk is one free range from its base
   chunks_.erase(c);
 }
 
 void ChunkRanges::markShared(std::uint64_t addr) {
   auto c = chunkOf(addr);
-  if (c != chunks_.end()) c->second.shared = true;
+  if (c == chunks_.end()) return;
+  setIdle(c->second, false);  // kept anyway, and not trimmed: a peer maps it
+  c->second.shared = true;
 }
 
 ChunkRanges::Totals ChunkRanges::totals() const {
@@ -89,8 +127,10 @@ ChunkRanges::Totals ChunkRanges::totals() const {
     ++t.chunks;
     t.chunkBytes += c.size;
     t.sharedChunks += c.shared ? 1 : 0;
+    t.idleChunks += c.idle ? 1 : 0;
     t.liveBytes += c.liveBytes;
   }
+  t.idleBytes = idleBytes_;
   t.live = live_.size();
   t.freeRanges = free_.size();
   for (const auto& [start, size] : free_) t.freeBytes += size;

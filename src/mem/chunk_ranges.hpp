@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <vector>
 
 namespace cgdr::mem {
 
@@ -28,9 +29,19 @@ class ChunkRanges {
   void markShared(std::uint64_t addr);
   // The device of the live range starting at p, or -1 if p starts none.
   int deviceOf(std::uint64_t p) const;
+  // The same, and the live range's (rounded) size in *size.
+  int rangeOf(std::uint64_t p, std::size_t* size) const;
+  // Keeps an empty, unshared chunk for later requests instead of dropping it (idle until a
+  // range of it is taken or it is shared); the heap bounds the idle bytes and trims them.
+  void keepIdle(std::uint64_t base);
+  std::size_t idleBytes() const { return idleBytes_; }
+  std::vector<std::uint64_t> idleChunks() const;
+  // The idle chunk kept longest ago (0 if none): the first to give back.
+  std::uint64_t oldestIdle() const;
 
   struct Totals {
     std::size_t chunks = 0, chunkBytes = 0, sharedChunks = 0, live = 0, liveBytes = 0, freeRanges = 0, freeBytes = 0;
+    std::size_t idleChunks = 0, idleBytes = 0;
   };
   Totals totals() const;
 
@@ -39,14 +50,19 @@ class ChunkRanges {
     std::size_t size;
     int device;
     bool shared = false;
+    bool idle = false;  // empty and kept (keepIdle)
+    std::uint64_t idleSince = 0;  // idleClock_ when it was kept
     std::size_t liveBytes = 0;
   };
   std::map<std::uint64_t, Chunk>::iterator chunkOf(std::uint64_t addr);
   void addFree(std::uint64_t addr, std::size_t size, std::uint64_t chunkBase, std::size_t chunkSize);
+  void setIdle(Chunk& c, bool idle);
 
   std::map<std::uint64_t, Chunk> chunks_;                                // base -> chunk
   std::map<std::uint64_t, std::size_t> free_;                            // start -> size
   std::map<std::uint64_t, std::pair<std::size_t, std::uint64_t>> live_;  // start -> (size, chunk)
+  std::size_t idleBytes_ = 0;
+  std::uint64_t idleClock_ = 0;
 };
 
 }  // namespace cgdr::mem

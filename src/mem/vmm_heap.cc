@@ -27,20 +27,33 @@ base::ChoiceSetting gMode(
     "map this rank's buffers (one copy instead of two through staging); exportable: always so, from the "
     "first call; off: the real cudaMalloc. Such memory has no legacy IPC handle (cudaIpcGetMemHandle fails "
     "on it).");
+base::ChoiceSetting gAsyncMode(
+    "CGDR_CUDA_MALLOC_ASYNC", "auto", {"auto", "exportable", "off"},
+    "Where cudaMallocAsync memory comes from (the device's default pool; for programs linked with the shared "
+    "CUDA runtime): pool memory has neither a legacy IPC handle nor a file descriptor, so no other process can "
+    "map it and every message to or from it takes two copies through staging. auto: from cgdr's exportable "
+    "heap once MPI_Init found a co-located rank that maps GPU memory through cuMem file descriptors; "
+    "exportable: always so; off: the runtime's pool. Stream order is kept: a range freed by cudaFreeAsync is "
+    "handed out again at once to the same stream, to others once the stream passed the free. Not served "
+    "from the heap: calls during a stream capture, and devices whose current pool the program replaced "
+    "(cudaDeviceSetMemPool).");
+base::Setting<base::Bytes> gAsyncKeep(
+    "CGDR_CUDA_MALLOC_ASYNC_KEEP", "1G", "bytes",
+    "Chunks of the exportable heap emptied by cudaFreeAsync stay mapped for later allocations, up to this many "
+    "bytes in all (as a pool keeps its memory); beyond it the chunks idle longest go back to the driver. Idle "
+    "chunks are also given back when the driver refuses a new chunk.");
 enum { kAuto, kExportable, kOff };
 
 constexpr std::size_t kSmallMax = std::size_t{1} << 20;  // requests up to this share chunks
 constexpr std::size_t kSmallChunk = std::size_t{2} << 20;
 
-std::atomic<bool> gActive{false};  // auto: the engine asked for the heap
 
 struct Heap {
   std::mutex mutex;
   ChunkRanges ranges;
   std::map<std::uint64_t, VmmBuffer> chunks;  // base -> memory
   std::map<int, std::vector<int>> peersOf;    // device -> visible devices that can access it
-  std::size_t served = 0, fallbacks = 0;
-  std::string why;
+  std::size_t served = 0, asyncServed = 0, fallbacks = 0, deferred = 0, reused = 0, captured = 0, trimmed = 0;
 };
 
 Heap& heap() {
@@ -79,45 +92,94 @@ bool grow(Heap& h, std::size_t n, int device) {
 
 }  // namespace
 
-bool exportableMallocActive() {
-  return gActive.load(std::memory_order_acquire) || gMode.get().index == kExportable;
+namespace {
+
+// One entry point family's switch (cudaMalloc or cudaMallocAsync): its setting, and under auto
+// whether the engine turned it on and why.
+struct Switch {
+  const base::ChoiceSetting& mode;
+  const char* calls;     // "cudaMalloc"
+  const char* runtime;   // what serves the calls without the heap
+  const char* awaiting;  // auto, before MPI_Init found a reason
+  std::atomic<bool> active{false};
+  std::string why;       // Heap::mutex
+};
+
+Switch gMallocSwitch{gMode, "cudaMalloc", "the real cudaMalloc",
+                     "until MPI_Init finds a co-located peer that needs exportable memory"};
+Switch gAsyncSwitch{gAsyncMode, "cudaMallocAsync", "the runtime's pool",
+                    "until MPI_Init finds a co-located peer that maps GPU memory through cuMem file descriptors"};
+
+bool active(const Switch& w) {
+  return w.active.load(std::memory_order_acquire) || w.mode.get().index == kExportable;
 }
 
-void activateExportableMalloc(const char* why) {
-  if (gMode.get().index != kAuto || gActive.load()) return;
+void activate(Switch& w, const char* why) {
+  if (w.mode.get().index != kAuto || w.active.load()) return;
   {
     Heap& h = heap();
     std::lock_guard lock(h.mutex);
-    h.why = why;
+    w.why = why;
   }
-  gActive.store(true, std::memory_order_release);
-  CGDR_LOG(kInfo, kCuda, "cudaMalloc now served by the exportable heap: %s", why);
+  w.active.store(true, std::memory_order_release);
+  CGDR_LOG(kInfo, kCuda, "%s now served by the exportable heap: %s", w.calls, why);
 }
 
-std::string exportableMallocState() {
-  int mode = gMode.get().index;
-  std::string s = "CGDR_CUDA_MALLOC=" + gMode.get().name + ": ";
-  if (mode == kOff) return s + "the real cudaMalloc";
+std::string state(Switch& w) {
+  int mode = w.mode.get().index;
+  std::string s = w.mode.name() + "=" + w.mode.get().name + ": ";
+  if (mode == kOff) return s + w.runtime;
   if (mode == kExportable) return s + "exportable heap from the first call";
   Heap& h = heap();
   std::lock_guard lock(h.mutex);
-  return s + (gActive.load() ? "exportable heap since MPI_Init (" + h.why + ")"
-                             : "the real cudaMalloc until MPI_Init finds a co-located peer that needs exportable "
-                               "memory");
+  return s + (w.active.load() ? "exportable heap since MPI_Init (" + w.why + ")"
+                              : std::string(w.runtime) + " " + w.awaiting);
 }
 
-void* heapAllocate(std::size_t n, int device) {
+}  // namespace
+
+bool exportableMallocActive() { return active(gMallocSwitch); }
+void activateExportableMalloc(const char* why) { activate(gMallocSwitch, why); }
+std::string exportableMallocState() { return state(gMallocSwitch); }
+bool exportableAsyncActive() { return active(gAsyncSwitch); }
+void activateExportableAsync(const char* why) { activate(gAsyncSwitch, why); }
+std::string exportableAsyncState() { return state(gAsyncSwitch); }
+
+namespace {
+void* served(Heap& h, std::uint64_t at, bool async) {
+  ++(async ? h.asyncServed : h.served);
+  return reinterpret_cast<void*>(at);
+}
+}  // namespace
+
+void* heapTake(std::size_t n, int device, bool async) {
+  if (n == 0) return nullptr;
+  Heap& h = heap();
+  std::lock_guard lock(h.mutex);
+  std::uint64_t at = h.ranges.take(n, device);
+  return at ? served(h, at, async) : nullptr;
+}
+
+void* heapAllocate(std::size_t n, int device, bool async) {
   if (n == 0 || !base::cuda::usable()) return nullptr;
   Heap& h = heap();
   std::lock_guard lock(h.mutex);
   std::uint64_t at = h.ranges.take(n, device);
   if (!at && grow(h, n, device)) at = h.ranges.take(n, device);
+  if (!at && h.ranges.idleBytes()) {
+    // The driver refused: what the heap keeps idle (on any device) goes back first.
+    for (std::uint64_t base : h.ranges.idleChunks()) {
+      h.ranges.dropChunk(base);
+      h.chunks.erase(base);
+      ++h.trimmed;
+    }
+    if (grow(h, n, device)) at = h.ranges.take(n, device);
+  }
   if (!at) {
     ++h.fallbacks;
     return nullptr;
   }
-  ++h.served;
-  return reinterpret_cast<void*>(at);
+  return served(h, at, async);
 }
 
 int heapDeviceOf(const void* p) {
@@ -126,16 +188,51 @@ int heapDeviceOf(const void* p) {
   return h.ranges.deviceOf(reinterpret_cast<std::uint64_t>(p));
 }
 
-bool heapRelease(const void* p) {
+int heapRangeOf(const void* p, std::size_t* size) {
+  Heap& h = heap();
+  std::lock_guard lock(h.mutex);
+  return h.ranges.rangeOf(reinterpret_cast<std::uint64_t>(p), size);
+}
+
+void heapCountReused() {
+  Heap& h = heap();
+  std::lock_guard lock(h.mutex);
+  ++h.asyncServed;
+  ++h.reused;
+}
+
+bool heapRelease(const void* p, bool keep) {
   Heap& h = heap();
   std::lock_guard lock(h.mutex);
   std::uint64_t empty = 0;
   if (!h.ranges.give(reinterpret_cast<std::uint64_t>(p), &empty)) return false;
+  if (empty && keep) {
+    // Kept, giving back the chunks idle longest where the limit would be passed (a program's
+    // working set moves: the sizes it freed last are the ones it asks for next).
+    auto c = h.chunks.find(empty);
+    std::size_t limit = gAsyncKeep.get().value;
+    if (c != h.chunks.end() && c->second.size() <= limit) {
+      while (h.ranges.idleBytes() + c->second.size() > limit) {
+        std::uint64_t old = h.ranges.oldestIdle();
+        h.ranges.dropChunk(old);
+        h.chunks.erase(old);
+        ++h.trimmed;
+      }
+      h.ranges.keepIdle(empty);
+      return true;
+    }
+  }
   if (empty) {
     h.ranges.dropChunk(empty);
     h.chunks.erase(empty);  // unmaps and releases the memory
   }
   return true;
+}
+
+void heapCountDeferred(bool captured) {
+  Heap& h = heap();
+  std::lock_guard lock(h.mutex);
+  ++(captured ? h.captured : h.deferred);
 }
 
 void heapMarkShared(const void* p) {
@@ -148,7 +245,22 @@ HeapStats heapStats() {
   Heap& h = heap();
   std::lock_guard lock(h.mutex);
   ChunkRanges::Totals t = h.ranges.totals();
-  return {h.served, h.fallbacks, t.chunks, t.chunkBytes, t.sharedChunks, t.live, t.liveBytes};
+  HeapStats s;
+  s.served = h.served;
+  s.asyncServed = h.asyncServed;
+  s.fallbacks = h.fallbacks;
+  s.deferred = h.deferred;
+  s.reused = h.reused;
+  s.captured = h.captured;
+  s.trimmed = h.trimmed;
+  s.chunks = t.chunks;
+  s.chunkBytes = t.chunkBytes;
+  s.sharedChunks = t.sharedChunks;
+  s.live = t.live;
+  s.liveBytes = t.liveBytes;
+  s.idleChunks = t.idleChunks;
+  s.idleBytes = t.idleBytes;
+  return s;
 }
 
 }  // namespace cgdr::mem

@@ -4,23 +4,59 @@
 // no overlap between live allocations, every byte kept, usable from a second GPU), that memory
 // freed and never shared goes back to the driver, and that messages between such buffers arrive
 // byte-exact, also when buffers are freed and allocated again between messages.
-// "--hook-only": on a machine without a GPU, only that the program's cudaMalloc/cudaFree are
-// cgdr's entry points and hand back the runtime's own answer.
+// "--alloc async": the same for cudaMallocAsync/cudaFreeAsync (the default stream, a stream of
+// the program's and the per-thread default stream, _ptsz), and with the heap, stream order: a
+// range freed on a stream that has not passed the free is never handed to another stream, is
+// handed back at once to its own stream, and to every stream once it passed; calls during a
+// stream capture and on a pool the program made current are the runtime's.
+// "--keep 0" (with CGDR_CUDA_MALLOC_ASYNC_KEEP=0): chunks emptied by cudaFreeAsync go back to the
+// driver once their stream passed the free.
+// "--hook-only": on a machine without a GPU, only that the program's cudaMalloc/cudaFree (and
+// cudaMallocAsync/cudaFreeAsync) are cgdr's entry points and hand back the runtime's own answer.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "testlib.hpp"
 
+// The per-thread default stream forms (what a program built with --default-stream per-thread calls).
+extern "C" cudaError_t cudaMallocAsync_ptsz(void** p, size_t n, cudaStream_t s);
+extern "C" cudaError_t cudaFreeAsync_ptsz(void* p, cudaStream_t s);
+
 namespace {
+
+bool gAsync = false;        // --alloc async
+cudaStream_t gStream = nullptr;
+int gForm = 0;              // which stream the next stream-ordered call uses (cycles)
+
+// cudaMalloc, or cudaMallocAsync on the legacy default stream, a stream of the program's or the
+// per-thread default stream in turn; the memory is usable by any stream when it returns.
+cudaError_t allocate(void** p, std::size_t n) {
+  if (!gAsync) return cudaMalloc(p, n);
+  int form = gForm++ % 3;
+  cudaError_t e = form == 0 ? cudaMallocAsync(p, n, 0)
+                  : form == 1 ? cudaMallocAsync(p, n, gStream)
+                              : cudaMallocAsync_ptsz(p, n, 0);
+  if (e == cudaSuccess) e = form == 1 ? cudaStreamSynchronize(gStream) : cudaDeviceSynchronize();
+  return e;
+}
+
+cudaError_t release(void* p) {
+  if (!gAsync) return cudaFree(p);
+  int form = gForm++ % 3;
+  return form == 0 ? cudaFreeAsync(p, 0) : form == 1 ? cudaFreeAsync(p, gStream) : cudaFreeAsync_ptsz(p, 0);
+}
 
 bool ownedByCgdr(void* fn) {
   Dl_info info{};
@@ -82,13 +118,13 @@ void allocations(bool heap, int device) {
   for (int round = 0; round < 3; ++round)
     for (std::size_t n : kSizes) {
       void* p = nullptr;
-      CK(cudaMalloc(&p, n));
-      T_CHECK(reinterpret_cast<std::uintptr_t>(p) % 256 == 0, "cudaMalloc(%zu) = %p: not 256-byte aligned", n, p);
+      CK(allocate(&p, n));
+      T_CHECK(reinterpret_cast<std::uintptr_t>(p) % 256 == 0, "allocation of %zu = %p: not 256-byte aligned", n, p);
       cudaPointerAttributes a{};
       CK(cudaPointerGetAttributes(&a, p));
-      T_CHECK(a.type == cudaMemoryTypeDevice && a.device == device, "cudaMalloc(%zu): type %d device %d", n,
+      T_CHECK(a.type == cudaMemoryTypeDevice && a.device == device, "allocation of %zu: type %d device %d", n,
               static_cast<int>(a.type), a.device);
-      T_CHECK(exportable(p) == heap, "cudaMalloc(%zu): exportable %d, expected %d", n, exportable(p), heap);
+      T_CHECK(exportable(p) == heap, "allocation of %zu: exportable %d, expected %d", n, exportable(p), heap);
       fill(p, n, t::seedOf(t::rank(), idx++, 1));
       live.push_back(p);
     }
@@ -97,34 +133,59 @@ void allocations(bool heap, int device) {
     std::size_t n = kSizes[idx % std::size(kSizes)];
     check(p, n, t::seedOf(t::rank(), idx++, 1), "live allocation kept its bytes");
   }
-  for (std::size_t i = 0; i < live.size(); i += 2) CK(cudaFree(live[i]));  // holes, then refill them
+  for (std::size_t i = 0; i < live.size(); i += 2) CK(release(live[i]));  // holes, then refill them
   for (std::size_t i = 0; i < live.size(); i += 2) {
-    CK(cudaMalloc(&live[i], kSizes[i % std::size(kSizes)]));
+    CK(allocate(&live[i], kSizes[i % std::size(kSizes)]));
     fill(live[i], kSizes[i % std::size(kSizes)], t::seedOf(t::rank(), static_cast<int>(i), 2));
   }
   for (std::size_t i = 0; i < live.size(); ++i) {
     std::uint32_t seed = t::seedOf(t::rank(), static_cast<int>(i), i % 2 ? 1 : 2);
     check(live[i], kSizes[i % std::size(kSizes)], seed, "after frees and new allocations");
   }
-  for (void* p : live) CK(cudaFree(p));
+  for (void* p : live) CK(release(p));
   CK(cudaFree(nullptr));
   void* none = reinterpret_cast<void*>(1);
   T_CHECK(cudaMalloc(&none, 0) == cudaSuccess, "cudaMalloc(0) failed");
+  T_CHECK(cudaMallocAsync(&none, 0, gStream) == cudaSuccess, "cudaMallocAsync(0) failed");
+  CK(cudaStreamSynchronize(gStream));
 }
 
 // Memory never handed to a peer goes back to the driver when freed: its addresses are no longer
 // device memory (cudaMemGetInfo would not tell: other processes share the GPU).
-void returned(bool heap) {
+bool deviceMemory(void* p) {
+  cudaPointerAttributes a{};
+  cudaError_t e = cudaPointerGetAttributes(&a, p);
+  (void)cudaGetLastError();
+  return e == cudaSuccess && a.type == cudaMemoryTypeDevice;
+}
+
+void returned(bool heap, bool keep) {
   std::vector<void*> ps(8);
-  for (void*& p : ps) CK(cudaMalloc(&p, 32u << 20));
-  for (void* p : ps) CK(cudaFree(p));
+  for (void*& p : ps) CK(allocate(&p, 32u << 20));
+  for (void* p : ps) CK(release(p));
   if (!heap) return;  // the runtime may keep freed memory mapped for reuse
-  for (void* p : ps) {
-    cudaPointerAttributes a{};
-    cudaError_t e = cudaPointerGetAttributes(&a, p);
-    (void)cudaGetLastError();
-    T_CHECK(e != cudaSuccess || a.type != cudaMemoryTypeDevice, "heap: %p still device memory after cudaFree", p);
+  if (gAsync) {
+    // Freed in stream order: once every stream passed the frees, the next allocation takes them
+    // back (kept chunks are handed out again; with CGDR_CUDA_MALLOC_ASYNC_KEEP=0 they are gone).
+    CK(cudaDeviceSynchronize());
+    std::vector<void*> again(ps.size());
+    for (void*& p : again) CK(cudaMallocAsync(&p, 32u << 20, gStream));
+    CK(cudaStreamSynchronize(gStream));
+    for (void* p : ps) {
+      bool found = false, inside = false;  // inside: a new allocation's memory now (the VA reused)
+      for (void* q : again) {
+        found = found || q == p;
+        auto d = static_cast<char*>(p) - static_cast<char*>(q);
+        inside = inside || (d >= 0 && d < (32 << 20));
+      }
+      if (keep) T_CHECK(found, "heap: a 32 MiB range freed by cudaFreeAsync was not handed out again");
+      else T_CHECK(inside || !deviceMemory(p), "heap: %p still device memory with nothing kept", p);
+    }
+    for (void* p : again) CK(cudaFreeAsync(p, gStream));
+    CK(cudaStreamSynchronize(gStream));
+    return;
   }
+  for (void* p : ps) T_CHECK(!deviceMemory(p), "heap: %p still device memory after cudaFree", p);
 }
 
 // A second visible GPU reads and writes the memory (like cudaMalloc memory).
@@ -137,9 +198,11 @@ void otherGpu(int device) {
   if (!can) return;
   const std::size_t n = (5u << 20) + 3;
   void *mine = nullptr, *theirs = nullptr;
-  CK(cudaMalloc(&mine, n));
+  CK(allocate(&mine, n));
   CK(cudaSetDevice(other));
-  CK(cudaMalloc(&theirs, n));
+  // (gStream is of the first GPU: the default stream allocates on the current one)
+  CK(gAsync ? cudaMallocAsync(&theirs, n, 0) : cudaMalloc(&theirs, n));
+  CK(cudaDeviceSynchronize());
   CK(cudaSetDevice(device));
   fill(mine, n, t::seedOf(t::rank(), 500));
   CK(cudaMemcpyPeer(theirs, other, mine, device, n));
@@ -147,8 +210,8 @@ void otherGpu(int device) {
   fill(theirs, n, t::seedOf(t::rank(), 501));
   CK(cudaMemcpy(mine, theirs, n, cudaMemcpyDefault));
   check(mine, n, t::seedOf(t::rank(), 501), "copied back from the other GPU");
-  CK(cudaFree(theirs));
-  CK(cudaFree(mine));
+  CK(gAsync ? cudaFreeAsync(theirs, 0) : cudaFree(theirs));
+  CK(release(mine));
 }
 
 // One message of n bytes from `from` to the other rank; `host` puts this rank's side in host
@@ -190,7 +253,7 @@ void messages(int peer) {
   std::vector<std::size_t> sizes = {0};
   sizes.insert(sizes.end(), std::begin(kSizes), std::end(kSizes));
   void* kept = nullptr;
-  CK(cudaMalloc(&kept, sizes.back() + 1));
+  CK(allocate(&kept, sizes.back() + 1));
   int msg = 0;
   for (int fresh = 0; fresh < 2; ++fresh)
     for (std::size_t n : sizes)
@@ -199,12 +262,113 @@ void messages(int peer) {
           bool sender = t::rank() % 2 == from;
           bool host = (hostSide == 1 && !sender) || (hostSide == 2 && sender);
           void* p = kept;
-          if (fresh && !host) CK(cudaMalloc(&p, n + 1));
+          if (fresh && !host) CK(allocate(&p, n + 1));
           message(t::rank() - t::rank() % 2 + from, peer, ++msg, n, host, p);
-          if (fresh && !host) CK(cudaFree(p));
+          if (fresh && !host) CK(release(p));
           MPI_Barrier(MPI_COMM_WORLD);  // the next allocation follows the peer's free
         }
-  CK(cudaFree(kept));
+  CK(release(kept));
+}
+
+// A stream held back by a host function until released (its work after that waits).
+struct Gate {
+  std::atomic<bool> open{false};
+  static void CUDART_CB wait(void* g) {
+    auto* self = static_cast<Gate*>(g);
+    while (!self->open.load()) std::this_thread::yield();
+  }
+};
+
+// Stream order of the heap (--alloc async, --expect heap).
+void streamOrder(int device, bool keep) {
+  const std::size_t n = (3u << 20) + 77;  // a chunk of its own
+  cudaStream_t a = nullptr, b = nullptr;
+  CK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  // Page-locked (a copy from pageable memory would wait for the gated stream), and allocated
+  // before the gate (allocating page-locked memory may wait for the device).
+  std::uint8_t* h = nullptr;
+  CK(cudaMallocHost(&h, n));
+  Gate gate;
+  void *x = nullptr, *y = nullptr;
+  CK(cudaMallocAsync(&x, n, a));
+  CK(cudaMemsetAsync(x, 0x5a, n, a));
+  CK(cudaLaunchHostFunc(a, &Gate::wait, &gate));  // a cannot pass what follows
+  CK(cudaMemsetAsync(x, 0xa5, n, a));             // still uses x after the gate
+  CK(cudaFreeAsync(x, a));
+  CK(cudaMallocAsync(&y, n, b));
+  T_CHECK(y != x, "a range freed on a stream that has not passed the free went to another stream");
+  void* z = nullptr;
+  CK(cudaMallocAsync(&z, n, a));
+  T_CHECK(z == x, "a range freed on a stream was not handed back to that stream in stream order (%p, %p)", z, x);
+  for (std::size_t i = 0; i < n; ++i) h[i] = t::pat(t::seedOf(t::rank(), 900), i);
+  CK(cudaMemcpyAsync(z, h, n, cudaMemcpyHostToDevice, a));  // after the 0xa5 memset
+  gate.open = true;
+  CK(cudaStreamSynchronize(a));
+  CK(cudaFreeHost(h));
+  check(z, n, t::seedOf(t::rank(), 900), "range reused on its own stream");
+  // Once the stream passed the free, another stream gets the range.
+  CK(cudaFreeAsync(z, a));
+  CK(cudaStreamSynchronize(a));
+  void* w = nullptr;
+  CK(cudaMallocAsync(&w, n, b));
+  // (with nothing kept, the chunk went back to the driver)
+  if (keep) T_CHECK(w == x, "a range whose stream passed its free was not handed out again (%p, %p)", w, x);
+  T_CHECK(cudaFreeAsync(w, b) == cudaSuccess && cudaFreeAsync(w, b) == cudaErrorInvalidValue,
+          "a second cudaFreeAsync of one range was not refused");
+  (void)cudaGetLastError();
+  CK(cudaFreeAsync(y, b));
+  CK(cudaStreamSynchronize(b));
+
+  // In a stream capture: the runtime's own graph allocation, and a heap range freed in it is kept.
+  void *heap = nullptr, *g = nullptr;
+  CK(cudaMallocAsync(&heap, 4096, b));
+  CK(cudaStreamSynchronize(b));
+  T_CHECK(exportable(heap), "cudaMallocAsync(4096) did not come from the heap");
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CK(cudaStreamBeginCapture(b, cudaStreamCaptureModeThreadLocal));
+  auto active = [b](const char* after) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    CK(cudaStreamIsCapturing(b, &st));
+    T_CHECK(st == cudaStreamCaptureStatusActive, "the capture is no longer active after %s (status %d)", after,
+            static_cast<int>(st));
+  };
+  active("cudaStreamBeginCapture");
+  CK(cudaMallocAsync(&g, 8192, b));
+  active("cudaMallocAsync");
+  CK(cudaMemsetAsync(g, 1, 8192, b));
+  CK(cudaFreeAsync(g, b));
+  CK(cudaFreeAsync(heap, b));
+  active("cudaFreeAsync of a heap range");
+  CK(cudaStreamEndCapture(b, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  CK(cudaGraphLaunch(exec, b));
+  CK(cudaGraphLaunch(exec, b));
+  CK(cudaStreamSynchronize(b));
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  T_CHECK(!exportable(g), "an allocation in a stream capture came from the heap");
+
+  // A pool the program made current: its own.
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  cudaMemPool_t pool = nullptr, def = nullptr;
+  CK(cudaMemPoolCreate(&pool, &props));
+  CK(cudaDeviceGetDefaultMemPool(&def, device));
+  CK(cudaDeviceSetMemPool(device, pool));
+  void* own = nullptr;
+  CK(cudaMallocAsync(&own, 1u << 20, b));
+  CK(cudaStreamSynchronize(b));
+  T_CHECK(!exportable(own), "cudaMallocAsync on the program's own pool came from the heap");
+  CK(cudaFreeAsync(own, b));
+  CK(cudaStreamSynchronize(b));
+  CK(cudaDeviceSetMemPool(device, def));
+  CK(cudaMemPoolDestroy(pool));
+  CK(cudaStreamDestroy(a));
+  CK(cudaStreamDestroy(b));
 }
 
 }  // namespace
@@ -213,6 +377,8 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   std::string expect = t::arg(argc, argv, "--expect", "heap");
   bool hookOnly = t::arg(argc, argv, "--hook-only", "no") == "yes";
+  gAsync = t::arg(argc, argv, "--alloc", "sync") == "async";
+  bool keep = t::arg(argc, argv, "--keep", "yes") != "0";
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -220,6 +386,11 @@ int main(int argc, char** argv) {
   auto mallocFn = static_cast<cudaError_t (*)(void**, size_t)>(&cudaMalloc);
   T_CHECK(ownedByCgdr(reinterpret_cast<void*>(mallocFn)) && ownedByCgdr(reinterpret_cast<void*>(&cudaFree)),
           "cudaMalloc/cudaFree do not resolve to libcgdr.so (preloaded?)");
+  auto mallocAsyncFn = static_cast<cudaError_t (*)(void**, size_t, cudaStream_t)>(&cudaMallocAsync);
+  T_CHECK(ownedByCgdr(reinterpret_cast<void*>(mallocAsyncFn)) && ownedByCgdr(reinterpret_cast<void*>(&cudaFreeAsync)) &&
+              ownedByCgdr(reinterpret_cast<void*>(&cudaMallocAsync_ptsz)) &&
+              ownedByCgdr(reinterpret_cast<void*>(&cudaFreeAsync_ptsz)),
+          "cudaMallocAsync/cudaFreeAsync (or their _ptsz forms) do not resolve to libcgdr.so");
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (hookOnly) {
@@ -229,6 +400,9 @@ int main(int argc, char** argv) {
     T_CHECK(e != cudaSuccess || count == 0, "--hook-only is for machines without a GPU");
     T_CHECK(m != cudaSuccess, "cudaMalloc without a GPU succeeded");
     T_CHECK(cudaFree(nullptr) == m, "cudaFree(nullptr) without a GPU answered differently from cudaMalloc");
+    void* q = reinterpret_cast<void*>(1);
+    T_CHECK(cudaMallocAsync(&q, 4096, 0) != cudaSuccess, "cudaMallocAsync without a GPU succeeded");
+    T_CHECK(cudaMallocAsync_ptsz(&q, 4096, 0) != cudaSuccess, "cudaMallocAsync_ptsz without a GPU succeeded");
     if (rank == 0) std::printf("no GPU: cudaMalloc answered '%s' through cgdr\n", cudaGetErrorString(m));
     return t::finish("gpu_heap --hook-only");
   }
@@ -247,9 +421,12 @@ int main(int argc, char** argv) {
   int device = lrank % count;
   CK(cudaSetDevice(device));
   bool heap = expect == "heap";
+  CK(cudaStreamCreate(&gStream));
   allocations(heap, device);
-  returned(heap);
-  otherGpu(device);
+  returned(heap, keep);
+  if (heap || !gAsync) otherGpu(device);  // (the runtime's pool grants no peer GPU access by itself)
+  if (gAsync && heap) streamOrder(device, keep);
   if (size >= 2 && rank < (size & ~1)) messages(rank ^ 1);
-  return t::finish("gpu_heap");
+  CK(cudaStreamDestroy(gStream));
+  return t::finish(gAsync ? "gpu_heap --alloc async" : "gpu_heap");
 }

@@ -127,6 +127,14 @@ grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: heap buffer
 grep -q "stats: exportable heap: [1-9]" <<<"$out" || fail "pods: the heap served no cudaMalloc"
 out=$(run "pods, cudaMalloc heap off" -n 2 --gpus "$G" -x CGDR_CUDA_MALLOC=off -- "$T/gpu_heap" --expect real)
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: CGDR_CUDA_MALLOC=off did not stage"
+# cudaMallocAsync of such a program: pool memory has no handle at all; auto serves it from the
+# heap too (stream order kept), so it goes zero-copy; =off leaves it to the pool (staging ring).
+out=$(run "pods, cudaMallocAsync from the exportable heap" -n 2 --gpus "$G" -- "$T/gpu_heap" --alloc async --expect heap)
+grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: cudaMallocAsync buffers did not go zero-copy"
+grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: cudaMallocAsync buffers took the staging ring"
+grep -q "stats: exportable heap: [0-9]* cudaMalloc served, [1-9]" <<<"$out" || fail "pods: the heap served no cudaMallocAsync"
+out=$(run "pods, cudaMallocAsync heap off" -n 2 --gpus "$G" -x CGDR_CUDA_MALLOC_ASYNC=off -- "$T/gpu_heap" --alloc async --expect real)
+grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: CGDR_CUDA_MALLOC_ASYNC=off did not stage"
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
 out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "$G" -- \

@@ -70,6 +70,56 @@ TEST(ChunkRanges, SharedChunkIsKeptAndReused) {
   EXPECT_EQ(r.totals().sharedChunks, 1u);
 }
 
+TEST(ChunkRanges, IdleChunksAreCountedUntilTakenSharedOrDropped) {
+  ChunkRanges r;
+  r.addChunk(0x4000000, 2 * kMiB, 0);
+  r.addChunk(0x8000000, 8 * kMiB, 0);
+  std::uint64_t a = r.take(3 * kMiB, 0), b = r.take(100, 0), empty = 0;
+  ASSERT_EQ(a, 0x8000000u);
+  r.keepIdle(0x8000000);  // not empty: nothing changes
+  EXPECT_EQ(r.idleBytes(), 0u);
+  ASSERT_TRUE(r.give(a, &empty));
+  ASSERT_EQ(empty, 0x8000000u);
+  r.keepIdle(empty);
+  EXPECT_EQ(r.idleBytes(), 8 * kMiB);
+  EXPECT_EQ(r.idleChunks(), std::vector<std::uint64_t>{0x8000000});
+  EXPECT_EQ(r.take(5 * kMiB, 0), 0x8000000u);  // taken: no longer idle
+  EXPECT_EQ(r.idleBytes(), 0u);
+  ASSERT_TRUE(r.give(0x8000000, &empty));
+  r.keepIdle(empty);
+  r.markShared(0x8000000 + 17);  // a peer maps it: kept anyway, never trimmed
+  EXPECT_EQ(r.idleBytes(), 0u);
+  EXPECT_TRUE(r.idleChunks().empty());
+  ASSERT_TRUE(r.give(b, &empty));
+  r.keepIdle(empty);
+  EXPECT_EQ(r.idleBytes(), 2 * kMiB);
+  r.dropChunk(0x4000000);
+  EXPECT_EQ(r.idleBytes(), 0u);
+  EXPECT_EQ(r.totals().chunks, 1u);
+  EXPECT_EQ(r.oldestIdle(), 0u);
+}
+
+TEST(ChunkRanges, OldestIdleIsTheOneKeptFirst) {
+  ChunkRanges r;
+  std::uint64_t bases[3] = {0x10000000, 0x20000000, 0x30000000}, p[3], empty = 0;
+  for (int i = 0; i < 3; ++i) {
+    r.addChunk(bases[i], 2 * kMiB, 0);
+    p[i] = r.take(2 * kMiB, 0);
+    ASSERT_EQ(p[i], bases[i]);
+  }
+  for (int i : {2, 0, 1}) {  // kept in this order
+    ASSERT_TRUE(r.give(p[i], &empty));
+    r.keepIdle(empty);
+  }
+  EXPECT_EQ(r.oldestIdle(), bases[2]);
+  EXPECT_NE(r.take(100, 0), 0u);  // best fit: one of them, no longer idle
+  std::uint64_t now = r.oldestIdle();
+  EXPECT_TRUE(now == bases[2] || now == bases[0]);
+  r.dropChunk(bases[2]);
+  EXPECT_NE(r.oldestIdle(), bases[2]);
+  EXPECT_NE(r.oldestIdle(), 0u);
+}
+
 TEST(ChunkRanges, RandomAgainstModel) {
   std::mt19937_64 rng(12345);
   ChunkRanges r;
@@ -77,6 +127,7 @@ TEST(ChunkRanges, RandomAgainstModel) {
     std::size_t size;
     int device;
     bool shared;
+    bool idle = false;
   };
   std::map<std::uint64_t, ChunkM> chunks;
   std::map<std::uint64_t, std::pair<std::size_t, int>> live;  // start -> (rounded size, device)
@@ -100,6 +151,7 @@ TEST(ChunkRanges, RandomAgainstModel) {
       auto c = chunks.upper_bound(p);
       ASSERT_NE(c, chunks.begin());
       --c;
+      c->second.idle = false;  // a range of it is live again
       ASSERT_LE(p + rounded, c->first + c->second.size) << "range leaves its chunk";
       ASSERT_EQ(c->second.device, dev);
       auto after = live.lower_bound(p);
@@ -114,12 +166,19 @@ TEST(ChunkRanges, RandomAgainstModel) {
       if (rng() % 8 == 0) {
         r.markShared(p);
         c->second.shared = true;
+        c->second.idle = false;
       }
     } else if (!live.empty()) {
       auto it = live.begin();
       std::advance(it, static_cast<long>(rng() % live.size()));
       std::uint64_t p = it->first;
       ASSERT_EQ(r.deviceOf(p), it->second.second);
+      std::size_t size = 0;
+      ASSERT_EQ(r.rangeOf(p, &size), it->second.second);
+      ASSERT_EQ(size, it->second.first);
+      if (size > 256) {
+        ASSERT_EQ(r.rangeOf(p + 256, &size), -1) << "inside a range is not its start";
+      }
       live.erase(it);
       std::uint64_t empty = 0;
       ASSERT_TRUE(r.give(p, &empty));
@@ -127,9 +186,13 @@ TEST(ChunkRanges, RandomAgainstModel) {
       bool anyLive = false;
       for (auto& [s, v] : live) anyLive = anyLive || (s >= c->first && s < c->first + c->second.size);
       EXPECT_EQ(empty, (!anyLive && !c->second.shared) ? c->first : 0u);
-      if (empty && rng() % 2) {
+      int fate = static_cast<int>(rng() % 3);  // drop, keep idle, or leave as a plain empty chunk
+      if (empty && fate == 0) {
         r.dropChunk(empty);
         chunks.erase(c);
+      } else if (empty && fate == 1) {
+        r.keepIdle(empty);
+        c->second.idle = true;
       }
     }
     ChunkRanges::Totals t = r.totals();
@@ -142,6 +205,13 @@ TEST(ChunkRanges, RandomAgainstModel) {
     for (auto& [b, c] : chunks) chunkBytes += c.size;
     ASSERT_EQ(t.chunkBytes, chunkBytes);
     ASSERT_EQ(t.freeBytes + t.liveBytes, chunkBytes) << "free and live ranges do not tile the chunks";
+    std::size_t idleBytes = 0, idleCount = 0;
+    for (auto& [b, c] : chunks)
+      if (c.idle) idleBytes += c.size, ++idleCount;
+    ASSERT_EQ(t.idleBytes, idleBytes);
+    ASSERT_EQ(r.idleBytes(), idleBytes);
+    ASSERT_EQ(t.idleChunks, idleCount);
+    ASSERT_EQ(r.idleChunks().size(), idleCount);
   }
   // Everything given back: each chunk is one free range again.
   for (auto& [p, v] : live) {

@@ -26,6 +26,7 @@ struct Options {
   int iters = -1, warmup = -1;          // -1: OSU's defaults by message size
   int itersLarge = -1, warmupLarge = -1;
   int window = 64;
+  bool windowGiven = false;
   bool validate = false;
   bool full = false;                    // -f: min/max/iterations columns, as OSU
   const char* datatype = "MPI_CHAR";
@@ -86,6 +87,8 @@ int warmupFor(const Options& o, std::size_t size);
 // Benchmarks; each returns the report rows on rank 0.
 int runPt2pt(const Options& o);
 int runCollective(const Options& o);
+// alloc D|A: the cost of cudaMalloc+cudaFree / cudaMallocAsync+cudaFreeAsync pairs (alloc.cc).
+int runAlloc(const Options& o);
 bool isCollective(const std::string& test);
 
 }  // namespace bench

@@ -15,9 +15,12 @@ void usage() {
       "  TEST     latency | bw | bibw                      (point-to-point, ranks 0 and 1)\n"
       "           allreduce | reduce | reduce_scatter | bcast | allgather | alltoall | gather |\n"
       "           scatter, and i<name> for the non-blocking form (overlap as OSU reports it)\n"
+      "           alloc D|A: us per cudaMalloc+cudaFree / cudaMallocAsync+cudaFreeAsync pair\n"
+      "           (-W allocations live at once, default 16; every rank, rank 0 reports)\n"
       "  S R      buffer location of the sender / receiver: H (host), D (device, cudaMalloc),\n"
       "           M (managed), V (device memory from cuMemCreate, exportable: shared without a copy),\n"
-      "           A (cudaMallocAsync, the device's default pool)\n"
+      "           A (cudaMallocAsync, the device's default pool; preloaded cgdr may serve it from its\n"
+      "           exportable heap, CGDR_CUDA_MALLOC_ASYNC)\n"
       "  -m [MIN:]MAX     message sizes in bytes (default 0:4194304; collectives 1:1048576)\n"
       "  -d cuda|managed|host  buffer location for collectives (or for both sides)\n"
       "  -i N[:L]         iterations (small[:large messages]; default 10000:1000, bw/bibw 100:20, as OSU)\n"
@@ -64,6 +67,7 @@ bool parse(int argc, char** argv, bench::Options& o) {
       parsePair(next(), &o.warmup, &o.warmupLarge);
     } else if (a == "-W") {
       o.window = std::atoi(next());
+      o.windowGiven = true;
     } else if (a == "-f") {
       o.full = true;
     } else if (a == "-c") {
@@ -109,6 +113,9 @@ int main(int argc, char** argv) {
   int rc = 2;
   if (o.test == "latency" || o.test == "bw" || o.test == "bibw") {
     rc = bench::runPt2pt(o);
+  } else if (o.test == "alloc") {
+    if (!o.sizesGiven) o.minSize = 1, o.maxSize = 64u << 20;
+    rc = bench::runAlloc(o);
   } else if (bench::isCollective(o.test)) {
     if (o.minSize == 0 && !o.sizesGiven) o.minSize = 1;
     if (!o.sizesGiven) o.maxSize = 1 << 20;

@@ -52,6 +52,7 @@ std::string gpuText(int rank) {
     out += p + "    cuMem fd sharing (cuda-vmm channels): " + (cuda::vmmFdSupported(d) ? "yes" : "no") + "\n";
   }
   out += p + "cudaMalloc (shared CUDA runtime): " + cgdr::mem::exportableMallocState() + "\n";
+  out += p + "cudaMallocAsync (shared CUDA runtime): " + cgdr::mem::exportableAsyncState() + "\n";
   namespace gdr = cgdr::channel::gdrcopy;
   out += p + "gdrcopy: " +
          (gdr::available() ? std::string("library and driver present, but cgdr's gdrcopy copy path is not implemented: not used")
