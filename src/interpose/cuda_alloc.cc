@@ -229,19 +229,19 @@ cudaError_t allocateAsync(Runtime& r, void** p, size_t n, cudaStream_t s, bool p
     q = reusePending(r, so.key, so.stream, n, so.device);
     reclaim(r, false);
   }
-  if (!q) q = cgdr::mem::heapTake(n, so.device, true);
+  if (!q) q = cgdr::mem::heapAllocate(n, so.device, true, r.pending.empty());
   if (!q && !r.pending.empty()) {
     reclaim(r, true);  // before a new chunk: whatever finished meanwhile
-    q = cgdr::mem::heapTake(n, so.device, true);
+    q = cgdr::mem::heapAllocate(n, so.device, true);
   }
-  if (!q) q = cgdr::mem::heapAllocate(n, so.device, true);
   if (!q) return real();
   *p = q;
   return cudaSuccess;
 }
 
 cudaError_t release(Runtime& r, void* p) {
-  int dev = p ? cgdr::mem::heapDeviceOf(p) : -1;
+  std::size_t size = 0;
+  int dev = p ? cgdr::mem::heapRangeOf(p, &size) : -1;
   if (dev < 0) return r.free(p);
   {
     std::lock_guard lock(r.mutex);

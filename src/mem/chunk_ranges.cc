@@ -67,11 +67,6 @@ bool ChunkRanges::give(std::uint64_t p, std::uint64_t* emptyChunk) {
   return true;
 }
 
-int ChunkRanges::deviceOf(std::uint64_t p) const {
-  auto l = live_.find(p);
-  return l == live_.end() ? -1 : chunks_.at(l->second.second).device;
-}
-
 int ChunkRanges::rangeOf(std::uint64_t p, std::size_t* size) const {
   auto l = live_.find(p);
   if (l == live_.end()) return -1;
@@ -90,13 +85,6 @@ void ChunkRanges::setIdle(Chunk& c, bool idle) {
 void ChunkRanges::keepIdle(std::uint64_t base) {
   auto c = chunks_.find(base);
   if (c != chunks_.end() && c->second.liveBytes == 0 && !c->second.shared) setIdle(c->second, true);
-}
-
-std::vector<std::uint64_t> ChunkRanges::idleChunks() const {
-  std::vector<std::uint64_t> v;
-  for (const auto& [base, c] : chunks_)
-    if (c.idle) v.push_back(base);
-  return v;
 }
 
 std::uint64_t ChunkRanges::oldestIdle() const {

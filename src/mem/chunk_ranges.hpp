@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <vector>
 
 namespace cgdr::mem {
 
@@ -27,15 +26,12 @@ class ChunkRanges {
   void dropChunk(std::uint64_t base);
   // Marks the chunk holding addr as shared with a peer: it is then kept when it empties.
   void markShared(std::uint64_t addr);
-  // The device of the live range starting at p, or -1 if p starts none.
-  int deviceOf(std::uint64_t p) const;
-  // The same, and the live range's (rounded) size in *size.
+  // The device of the live range starting at p, or -1 if p starts none; its (rounded) size in *size.
   int rangeOf(std::uint64_t p, std::size_t* size) const;
   // Keeps an empty, unshared chunk for later requests instead of dropping it (idle until a
   // range of it is taken or it is shared); the heap bounds the idle bytes and trims them.
   void keepIdle(std::uint64_t base);
   std::size_t idleBytes() const { return idleBytes_; }
-  std::vector<std::uint64_t> idleChunks() const;
   // The idle chunk kept longest ago (0 if none): the first to give back.
   std::uint64_t oldestIdle() const;
 

@@ -90,6 +90,12 @@ bool grow(Heap& h, std::size_t n, int device) {
   return true;
 }
 
+// Gives a chunk with no live range back to the driver (unmaps and releases its memory).
+void drop(Heap& h, std::uint64_t base) {
+  h.ranges.dropChunk(base);
+  h.chunks.erase(base);
+}
+
 }  // namespace
 
 namespace {
@@ -145,32 +151,17 @@ bool exportableAsyncActive() { return active(gAsyncSwitch); }
 void activateExportableAsync(const char* why) { activate(gAsyncSwitch, why); }
 std::string exportableAsyncState() { return state(gAsyncSwitch); }
 
-namespace {
-void* served(Heap& h, std::uint64_t at, bool async) {
-  ++(async ? h.asyncServed : h.served);
-  return reinterpret_cast<void*>(at);
-}
-}  // namespace
-
-void* heapTake(std::size_t n, int device, bool async) {
-  if (n == 0) return nullptr;
-  Heap& h = heap();
-  std::lock_guard lock(h.mutex);
-  std::uint64_t at = h.ranges.take(n, device);
-  return at ? served(h, at, async) : nullptr;
-}
-
-void* heapAllocate(std::size_t n, int device, bool async) {
+void* heapAllocate(std::size_t n, int device, bool async, bool mayGrow) {
   if (n == 0 || !base::cuda::usable()) return nullptr;
   Heap& h = heap();
   std::lock_guard lock(h.mutex);
   std::uint64_t at = h.ranges.take(n, device);
+  if (!at && !mayGrow) return nullptr;
   if (!at && grow(h, n, device)) at = h.ranges.take(n, device);
   if (!at && h.ranges.idleBytes()) {
     // The driver refused: what the heap keeps idle (on any device) goes back first.
-    for (std::uint64_t base : h.ranges.idleChunks()) {
-      h.ranges.dropChunk(base);
-      h.chunks.erase(base);
+    while (std::uint64_t base = h.ranges.oldestIdle()) {
+      drop(h, base);
       ++h.trimmed;
     }
     if (grow(h, n, device)) at = h.ranges.take(n, device);
@@ -179,13 +170,8 @@ void* heapAllocate(std::size_t n, int device, bool async) {
     ++h.fallbacks;
     return nullptr;
   }
-  return served(h, at, async);
-}
-
-int heapDeviceOf(const void* p) {
-  Heap& h = heap();
-  std::lock_guard lock(h.mutex);
-  return h.ranges.deviceOf(reinterpret_cast<std::uint64_t>(p));
+  ++(async ? h.asyncServed : h.served);
+  return reinterpret_cast<void*>(at);
 }
 
 int heapRangeOf(const void* p, std::size_t* size) {
@@ -213,19 +199,14 @@ bool heapRelease(const void* p, bool keep) {
     std::size_t limit = gAsyncKeep.get().value;
     if (c != h.chunks.end() && c->second.size() <= limit) {
       while (h.ranges.idleBytes() + c->second.size() > limit) {
-        std::uint64_t old = h.ranges.oldestIdle();
-        h.ranges.dropChunk(old);
-        h.chunks.erase(old);
+        drop(h, h.ranges.oldestIdle());
         ++h.trimmed;
       }
       h.ranges.keepIdle(empty);
       return true;
     }
   }
-  if (empty) {
-    h.ranges.dropChunk(empty);
-    h.chunks.erase(empty);  // unmaps and releases the memory
-  }
+  if (empty) drop(h, empty);
   return true;
 }
 

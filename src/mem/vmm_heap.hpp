@@ -31,15 +31,13 @@ bool exportableAsyncActive();
 void activateExportableAsync(const char* why);
 std::string exportableAsyncState();
 
-// n bytes (n > 0) on `device` from the chunks the heap holds (no new chunk), or nullptr.
-void* heapTake(std::size_t n, int device, bool async);
-// n bytes (n > 0) on `device`, from a new chunk where none has room (idle chunks are trimmed and
-// the request tried again where the driver refuses one), or nullptr (the caller falls back to
-// the real allocator). async: counted as a cudaMallocAsync.
-void* heapAllocate(std::size_t n, int device, bool async = false);
-// The device of the heap range starting at p, or -1 if p is not one.
-int heapDeviceOf(const void* p);
-// The same, and the range's size (a multiple of ChunkRanges::kAlign) in *size.
+// n bytes (n > 0) on `device`, from a new chunk where none has room and mayGrow (idle chunks are
+// trimmed and the request tried again where the driver refuses one), or nullptr (the caller falls
+// back to the real allocator, or without mayGrow first gets ranges back). async: counted as a
+// cudaMallocAsync.
+void* heapAllocate(std::size_t n, int device, bool async = false, bool mayGrow = true);
+// The device of the heap range starting at p, or -1 if p is not one; its size (a multiple of
+// ChunkRanges::kAlign) in *size.
 int heapRangeOf(const void* p, std::size_t* size);
 // Gives a heap range back (the caller made sure no GPU work uses it any more); false if not one.
 // keep (cudaFreeAsync): a chunk it empties stays for later requests while the idle chunks stay
