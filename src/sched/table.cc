@@ -121,10 +121,12 @@ void fill(Table& t, PeerClass p) {
     if (p != PeerClass::kSelf)
       t.sameGpuRules(p, pt) = receiverRules((bw ? gStageMinSameGpuBw : gStageMinSameGpu).get().value);
     // A posted GPU receive advertised to the sender: the sender copies into it up to the advert
-    // limit (a single-copy channel); anything else leaves the message to the rendezvous above.
+    // limit (a single-copy channel); anything else leaves the message to the rendezvous above,
+    // as does a message below the IPC threshold (the receiver's rules stage it through host).
     std::size_t advert = (bw ? gAdvertBw : gAdvert).get().value;
-    t.rules(p, true, Dst::kPosted, pt) = {{advert, Channel::kCudaIpc}, {advert, Channel::kCudaVmmZc},
-                                          {kAll, Channel::kHostPipe}};
+    auto& posted = t.rules(p, true, Dst::kPosted, pt);
+    posted = {{advert, Channel::kCudaIpc}, {advert, Channel::kCudaVmmZc}, {kAll, Channel::kHostPipe}};
+    if (ipc > 0) posted.insert(posted.begin(), {ipc - 1, Channel::kHostPipe});
     t.rules(p, false, Dst::kPosted, pt) = {{kAll, Channel::kHostPipe}};
     t.pullLimit(p, pt) = (bw ? gPullLimitBw : gPullLimit).get().value;
   }

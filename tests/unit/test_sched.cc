@@ -238,9 +238,22 @@ TEST_F(Sched, IpcThresholdThroughTheMvapichAlias) {
   EXPECT_EQ(sched::select(t, q), Channel::kHostPipe);
   q.bytes = 65536;
   EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  // A receive posted first and advertised: below the threshold the sender leaves it to the
+  // rendezvous (host staging) instead of copying into it; from the threshold on it copies. The
+  // same for a peer in another container and exportable memory.
+  for (PeerClass p : {PeerClass::kSameNamespace, PeerClass::kContainer}) {
+    Query pq{p, mem::MemKind::kDevice, Dst::kPosted, 65535, Pattern::kLatency, Caps{}};
+    pq.caps.ipc = p == PeerClass::kSameNamespace;
+    pq.caps.vmmZc = true;
+    EXPECT_EQ(sched::select(t, pq), Channel::kHostPipe) << "posted, below the IPC threshold";
+    pq.bytes = 65536;
+    EXPECT_EQ(sched::select(t, pq), pq.caps.ipc ? Channel::kCudaIpc : Channel::kCudaVmmZc) << "posted, at it";
+  }
   // The bandwidth pattern keeps its own (default) switch point.
   q.pattern = Pattern::kBandwidth;
   q.bytes = 100;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
+  q.dst = Dst::kPosted;
   EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
 }
 
