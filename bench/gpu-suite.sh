@@ -70,8 +70,9 @@ if has tests 60; then
 fi
 
 if has pods 60; then
-  (cd "$build" && timeout 280 "$top/tests/pods/gpu.sh" "$build") > "$logs/pods-gpu.log" 2>&1
-  say "pods GPU test: exit $?"; grep -E "^(FAIL|PASS|SKIP|pair|step)" "$logs/pods-gpu.log" | head -24 | tee -a "$summary"
+  lim=$(( $(left) - 10 )); [ $lim -gt 420 ] && lim=420
+  (cd "$build" && timeout "$lim" "$top/tests/pods/gpu.sh" "$build") > "$logs/pods-gpu.log" 2>&1
+  say "pods GPU test: exit $?"; grep -E "^(FAIL|PASS|SKIP|pair|step)" "$logs/pods-gpu.log" | head -40 | tee -a "$summary"
 fi
 
 if has compare 100; then

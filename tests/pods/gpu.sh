@@ -114,6 +114,18 @@ for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
 done
 run "pods, stress with device buffers" -n 2 --gpus "$G" -- "$T/stress" --seed 11 --rounds 10 --kinds DD,DH,HD > /dev/null
 run "pods, freed and re-allocated buffers" -n 2 --gpus "$G" -- "$T/gpu_realloc" --kinds DD,VV,VD > /dev/null
+# Two pods of two ranks each, one communicator of four: every rank has a peer in its own pod (one
+# PID namespace: legacy CUDA IPC) and two in the other (cuMem fds only), so one rank's GPU messages
+# take a channel per peer class, wildcard receives match across both classes, and collectives mix
+# them. The two ranks of a pod share its GPU (on one GPU all four do: each pair's lower rank
+# drives, and a rank drives one pair while it is driven in another). Data checked by the programs.
+out=$(run "pods, 2 pods x 2 ranks, stress" -n 2 -r 2 --gpus "$G" -- "$T/stress" --seed 13 --rounds 12 --kinds DD,VV,DV)
+grep -q "stats: channels: .*cuda-ipc" <<<"$out" || fail "2 pods x 2 ranks: no legacy IPC within a pod"
+grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "2 pods x 2 ranks: exportable buffers did not go zero-copy"
+grep -Eq "stats: channels: .*(cuda-vmm-stage|host-pipeline)" <<<"$out" ||
+  fail "2 pods x 2 ranks: cudaMalloc buffers across the pods were not staged"
+run "pods, 2 pods x 2 ranks, ordering and wildcards" -n 2 -r 2 --gpus "$G" -- "$T/p2p_order" --kinds DD,VV,HD > /dev/null
+run "pods, 2 pods x 2 ranks, collectives" -n 2 -r 2 --gpus "$G" -- "$T/coll_blocking" --kinds DD,VV --max-count 4095 > /dev/null
 # A fresh exportable buffer per message, freed after it: the peer drops its mapping of each freed
 # one instead of holding its GPU memory until MPI_Finalize.
 out=$(run "pods, freed exportable buffers released" -n 2 --gpus "$G" -- "$T/gpu_realloc" --kinds VV --rounds 40)
