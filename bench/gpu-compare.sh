@@ -28,7 +28,7 @@ plot=${4:-$out/gpu-compare.png}
 range=${COMPARE_RANGE:-1:268435456}
 limit=${COMPARE_TIMEOUT:-240}
 declare -A opts=(
-  [latency]="-i ${LAT_ITERS:-2000:20} -x 200:5"
+  [latency]="-i ${LAT_ITERS:-2000:200} -x 200:20"
   [bw]="-i ${BW_ITERS:-200:4} -x 20:2 -W ${BW_WINDOW:-16}"
   [bibw]="-i ${BW_ITERS:-200:4} -x 20:2 -W ${BW_WINDOW:-16}"
 )
@@ -65,6 +65,9 @@ for t in $tests; do
     "$b" $t V V -m "$range" $o --json "$out/$t-optvmmall.json"
   od=$o  # the network path is ~100x slower for large messages: fewer large iterations there, and
   # twice the time (a run stopped by its limit still reports the sizes it printed)
+  # (latency: 20 large iterations there; elsewhere 200, so that one context switch of the GPU,
+  # ~150 us, moves a size's mean by under 1 us)
+  [ "$t" = latency ] && od="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
   [ "$t" != latency ] && od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
   run "$t-def" "$((limit * 2))" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_LOCALITY=off -- \
     "$b" $t D D -m "$range" $od --json "$out/$t-def.json"
