@@ -25,7 +25,8 @@ Setting<Bytes> gCudaEagerXns("CGDR_CUDA_EAGER_LIMIT_CONTAINER", "64K", "bytes",
                              "back beat the two device copies and the extra round trips of the cuMem ring for small "
                              "messages.");
 Setting<Bytes> gIpc("CGDR_CUDA_IPC_THRESHOLD", "0", "bytes",
-                    "GPU messages from this size on are pulled through CUDA IPC or shared cuMem memory.",
+                    "GPU messages from this size on are copied once through CUDA IPC or shared cuMem memory "
+                    "(pulled, or pushed into a receive posted first); smaller ones are staged through host memory.",
                     {"MV2_CUDA_IPC_THRESHOLD"});
 Setting<Bytes> gIpcBw("CGDR_CUDA_IPC_THRESHOLD_BW", "0", "bytes", "As CGDR_CUDA_IPC_THRESHOLD, for bandwidth-bound traffic.");
 Setting<Bytes> gStageMin("CGDR_CUDA_VMM_STAGE_MIN", "128K", "bytes",
