@@ -218,8 +218,10 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
     return false;
   GpuOffer t;
   std::memcpy(&t, a.payload, sizeof t);
+  // The pair's caps (a forced channel the pair can use, e.g. the staging ring, declines the claim:
+  // the rendezvous then takes that channel), the receive's single-copy paths from its advert.
   sched::Query q{paths->peerClass(peer_.worldRank), mem::MemKind::kDevice, sched::Dst::kPosted, n,
-                 sched::tracer().pattern(peer_.worldRank), sched::Caps{}};
+                 sched::tracer().pattern(peer_.worldRank), paths->senderCaps(peer_.worldRank)};
   q.caps.ipc = (t.flags & GpuOffer::kIpc) != 0;
   q.caps.vmmZc = (t.flags & GpuOffer::kZc) != 0;
   GpuPaths::Place place = paths->placeOf(t, data_.mem().device);

@@ -108,9 +108,15 @@ grep -q "pushed [1-9]" <<<"$out" && fail "pods: CGDR_CUDA_PUSH=off still pushed"
 grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: pulls from exportable buffers did not go zero-copy"
 out=$(run "pods, push always" -n 2 --gpus "$G" -x CGDR_CUDA_PUSH=always -- "$T/p2p_basic" --kinds VV,DV,VD --sizes "$sizes")
 grep -q "pushed [1-9]" <<<"$out" || fail "pods: CGDR_CUDA_PUSH=always did not push"
+# Each cross-namespace channel forced; where it can carry every device message (the host pipeline,
+# the staging ring) no other GPU channel may carry one, receives posted first included.
 for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
-  run "pods, $ch forced" -n 2 --gpus "$G" -x CGDR_FORCE_CHANNEL=$ch -- \
-    "$T/p2p_basic" --kinds $kinds --sizes $sizes > /dev/null
+  out=$(run "pods, $ch forced" -n 2 --gpus "$G" -x CGDR_FORCE_CHANNEL=$ch -- \
+    "$T/p2p_basic" --kinds $kinds --sizes $sizes)
+  grep -q "stats: channels: .*$ch" <<<"$out" || fail "pods, $ch forced: it carried nothing"
+  others="cuda-vmm-zc"; [ $ch = host-pipeline ] && others="cuda-"
+  [ $ch = cuda-vmm-zc ] || ! grep -q "stats: channels: .*$others" <<<"$out" ||
+    fail "pods, $ch forced: $(grep -o "stats: channels: .*" <<<"$out" | sort -u | tr '\n' ' ')"
 done
 run "pods, stress with device buffers" -n 2 --gpus "$G" -- "$T/stress" --seed 11 --rounds 10 --kinds DD,DH,HD > /dev/null
 run "pods, freed and re-allocated buffers" -n 2 --gpus "$G" -- "$T/gpu_realloc" --kinds DD,VV,VD > /dev/null
