@@ -63,12 +63,11 @@ for t in $tests; do
     "$b" $t V V -m "$range" $o --json "$out/$t-optvmm.json"
   [ -n "$gpusall" ] && run "$t-optvmmall" "$limit" "$pods" -n 2 --gpus "$gpusall" --cpus "2;3" -x CGDR_STATS=1 -- \
     "$b" $t V V -m "$range" $o --json "$out/$t-optvmmall.json"
-  od=$o  # the network path is ~100x slower for large messages: fewer large iterations there, and
-  # twice the time (a run stopped by its limit still reports the sizes it printed)
-  # (latency: 20 large iterations there; elsewhere 200, so that one context switch of the GPU,
-  # ~150 us, moves a size's mean by under 1 us)
+  # The network path is ~100x slower for large messages: fewer large iterations there, and twice
+  # the time (a run stopped by its limit still reports the sizes it printed). Latency elsewhere
+  # takes 200, so that one context switch of the GPU (~150 us) moves a size's mean by under 1 us.
+  od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
   [ "$t" = latency ] && od="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
-  [ "$t" != latency ] && od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
   run "$t-def" "$((limit * 2))" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_LOCALITY=off -- \
     "$b" $t D D -m "$range" $od --json "$out/$t-def.json"
 done

@@ -355,6 +355,11 @@ TEST_F(Sched, ForcedChannelWhereThePairCanElseTheRules) {
   q.caps.ipc = true;
   q.caps.vmmStage = true;
   EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+  // A receive advertised first: where the pair has the ring, the forced channel beats the copy
+  // into it (the sender declines the claim; the rendezvous takes the ring).
+  q.dst = Dst::kPosted;
+  EXPECT_EQ(sched::select(t, q), Channel::kCudaVmmStage);
+  q.dst = Dst::kGpu;
   q.caps.vmmStage = false;
   EXPECT_EQ(sched::select(t, q), Channel::kCudaIpc);
   q.src = mem::MemKind::kHost;  // host data: the stage ring is for device data only
