@@ -2,9 +2,10 @@
 """Table (markdown) and plot (PNG) of bench/gpu-compare.sh results.
 
 usage: compare-report.py OUTDIR TABLE.md PLOT.png
-Reads OUTDIR/{latency,bw,bibw}-{native,opt,optstage,optvmm,optvmmall,def}.json (cgdr-bench --json), floor.json
-(cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the logs (which channel served which
-sizes). The plot needs matplotlib (python3-matplotlib); without it only the table is written.
+Reads OUTDIR/{latency,bw,bibw}-{native,opt,optstage,optvmm,optvmmall,def}.json (cgdr-bench --json),
+the further rounds' {test}-{mode}.rN.json (OUTDIR/rounds.txt: how many; each size's value is its
+median over the rounds), floor.json (cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the
+first round's logs (which channel served which sizes). The plot needs matplotlib (python3-matplotlib); without it only the table is written.
 """
 import json
 import pathlib
@@ -39,6 +40,25 @@ def load_log(path):
     scale = 1e-3 if re.search(r"^# Size.*MB/s", text, re.M) else 1.0
     return {int(m.group(1)): float(m.group(2)) * scale
             for m in re.finditer(r"^(\d+)\s+([0-9.]+)\s*$", text, re.M)}
+
+
+def load_rounds(folder, test, mode, rounds):
+    """The runs of one mode by round: round 1's NAME.json, then NAME.r2.json ... ({} where a round
+    has none), so that round i of two modes pair up."""
+    return [load(folder / f"{test}-{mode}.json")] + [load(folder / f"{test}-{mode}.r{r}.json")
+                                                      for r in range(2, rounds + 1)]
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def median_of(runs):
+    """size -> the median of the runs that reported it."""
+    sizes = sorted({s for r in runs for s in r})  # ({} rounds add none)
+    return {s: median([r[s] for r in runs if s in r]) for s in sizes}
 
 
 def channels(log):
@@ -82,6 +102,10 @@ def main(folder, table_path, plot_path):
     layout = (folder / "layout.txt").read_text().splitlines() if (folder / "layout.txt").exists() else []
     machine = layout[0] if layout else "nvidia-h200-x2"
     ranks = layout[1] if len(layout) > 1 else "Two ranks, one H200 each"
+    try:
+        rounds = max(1, int((folder / "rounds.txt").read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        rounds = 1
     lines = ["# GPU comparison: Container-Def / Container-Opt / Native (bench/gpu-compare.sh)", "",
              f"{ranks}, cudaMalloc buffers (Container-Opt: served by cgdr's exportable heap,",
              "CGDR_CUDA_MALLOC=auto; heap off: the runtime's cudaMalloc, =off) or V (exportable cuMem buffers",
@@ -94,10 +118,15 @@ def main(folder, table_path, plot_path):
               "Opt/Nat:"),
              "Container-Opt over Native (latency: ratio of times; bandwidth: ratio of rates); Opt(off)/Nat,",
              "Opt(V)/Nat and Opt(V,all)/Nat likewise. Speed-up: Container-Opt over Container-Def.",
+             (f"Native and the Container-Opt modes with cgdr's heap on: median of {rounds} rounds (each in "
+              "another order); Opt/Nat rounds: the lowest and highest ratio of one round's Container-Opt to "
+              "the same round's Native. Heap off and Container-Def: one run." if rounds > 1 else
+              "One run per mode."),
              ""]
     results = {}
     for test, unit, title in TESTS:
-        res = {m: load(folder / f"{test}-{m}.json") for m, _ in MODES}
+        runs = {m: load_rounds(folder, test, m, rounds) for m, _ in MODES}
+        res = {m: median_of(runs[m]) for m, _ in MODES}
         results[test] = res
         if not any(res.values()):
             continue
@@ -105,14 +134,16 @@ def main(folder, table_path, plot_path):
         rstage = channels(folder / f"{test}-optstage.log")
         rnat = channels(folder / f"{test}-native.log")
         cut = [label for m, label in MODES if res[m] and not (folder / f"{test}-{m}.json").exists()]
+        cut += [f"{label} round {r}" for m, label in MODES for r in range(2, rounds + 1)
+                if (folder / f"{test}-{m}.r{r}.log").exists() and not (folder / f"{test}-{m}.r{r}.json").exists()]
         lines += [f"## {test} ({unit})", ""]
         if cut:
             lines += [f"({', '.join(cut)}: stopped by its time limit; the sizes its log printed before.)", ""]
         lines += [
                   "| size | floor | " + " | ".join(n for _, n in MODES) +
-                  " | Opt/Nat | Opt(off)/Nat | Opt(V)/Nat | Opt(V,all)/Nat | Opt/floor | speed-up vs Def |"
-                  " channel (Opt) | channel (Opt, heap off) | channel (Native) |",
-                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---:|---:|---:|---|---|---|"]
+                  " | Opt/Nat | Opt/Nat rounds | Opt(off)/Nat | Opt(V)/Nat | Opt(V,all)/Nat | Opt/floor |"
+                  " speed-up vs Def | channel (Opt) | channel (Opt, heap off) | channel (Native) |",
+                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
         sizes = sorted({s for r in res.values() for s in r})
         for s in sizes:
             v = {m: res[m].get(s) for m, _ in MODES}
@@ -126,6 +157,8 @@ def main(folder, table_path, plot_path):
                 return f"{a / b:.2f}"
             opt, nat, de = v["opt"], v["native"], v["def"]
             optnat = ratio(opt, nat)
+            per = [o[s] / n[s] for o, n in zip(runs["opt"], runs["native"]) if o.get(s) and n.get(s)]
+            spread = f"{min(per):.2f}–{max(per):.2f}" if len(per) > 1 else "-"
             snat = ratio(v["optstage"], nat)
             vnat = ratio(v["optvmm"], nat)
             vall = ratio(v["optvmmall"], nat)
@@ -134,7 +167,7 @@ def main(folder, table_path, plot_path):
             if opt and de:
                 speed = f"{(de / opt) if lat else (opt / de):.1f}x"
             lines.append(f"| {human(s)} | {fmt(fl)} | " + " | ".join(fmt(v[m]) for m, _ in MODES) +
-                         f" | {optnat} | {snat} | {vnat} | {vall} | {optfl} | {speed} | {channel_of(ranges, s)} |"
+                         f" | {optnat} | {spread} | {snat} | {vnat} | {vall} | {optfl} | {speed} | {channel_of(ranges, s)} |"
                          f" {channel_of(rstage, s)} | {channel_of(rnat, s)} |")
         lines.append("")
     pathlib.Path(table_path).write_text("\n".join(lines) + "\n")
@@ -152,11 +185,11 @@ def main(folder, table_path, plot_path):
         for m, name in MODES:
             r = res.get(m, {})
             if r:
-                xs = sorted(r)
+                xs = sorted(x for x in r if r[x] > 0)  # (a log axis: rates that round to 0 are left out)
                 ax.plot(xs, [r[x] for x in xs], marker="o", markersize=3, label=name)
         fl = floor.get(test, {})
         if fl:
-            xs = sorted(fl)
+            xs = sorted(x for x in fl if fl[x] > 0)
             ax.plot(xs, [fl[x] for x in xs], "k--", label="floor (peer copy)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -164,7 +197,9 @@ def main(folder, table_path, plot_path):
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"cgdr on {machine}: two ranks in two containers (separate PID namespaces) vs native")
+    where = ranks if layout else f"{machine}, one GPU per rank"
+    fig.suptitle(f"cgdr: {where}; two containers (separate PID namespaces) vs native"
+                 + (f"; median of {rounds} rounds" if rounds > 1 else ""))
     fig.tight_layout()
     fig.savefig(plot_path, dpi=110)
     print(f"plot: {plot_path}")

@@ -17,6 +17,10 @@
 # plot (PNG) to the given docs paths; prints which channel served each size. On a machine of one
 # GPU both ranks (and both pods) share it, the floor is a bare copy within it, and the all-GPUs-
 # visible variant is left out (OUTDIR/layout.txt says so for the report).
+# Native, Container-Opt and Container-Opt (V bufs), the modes the targets compare, run in
+# COMPARE_ROUNDS rounds (default 3), each round in another order; the table gives each size's
+# median over the rounds and the spread of the per-round Opt/Nat ratio (one run per mode moved a
+# size by up to 20 % between runs on a one-GPU H100 VM). The far-off modes (heap off, Def) run once.
 #   bench/gpu-compare.sh BUILD_DIR OUTDIR [TABLE.md PLOT.png]
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,18 +55,31 @@ else
 fi
 "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" --json "$out/floor.json" > "$out/floor.log" 2>&1
 echo "floor: exit $?"
+rounds=${COMPARE_ROUNDS:-3}
+echo "$rounds" > "$out/rounds.txt"
 for t in $tests; do
   o=${opts[$t]}
-  run "$t-native" "$limit" mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" -x CGDR_STATS=1 \
-    "$b" $t D D -m "$range" $o --json "$out/$t-native.json"
-  run "$t-opt" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -- \
-    "$b" $t D D -m "$range" $o --json "$out/$t-opt.json"
+  # Round 1 writes NAME.json (its log names the channels), round r > 1 NAME.rR.json; the order
+  # rotates so that no mode always runs first (or right after Container-Def's long run).
+  for r in $(seq 1 "$rounds"); do
+    sfx=""; [ "$r" -gt 1 ] && sfx=".r$r"
+    modes=(native opt optvmm); [ -n "$gpusall" ] && modes+=(optvmmall)
+    k=$(( (r - 1) % ${#modes[@]} ))
+    for m in "${modes[@]:$k}" "${modes[@]:0:$k}"; do
+      case $m in
+        native) run "$t-native$sfx" "$limit" mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" \
+                  -x CGDR_STATS=1 "$b" $t D D -m "$range" $o --json "$out/$t-native$sfx.json" ;;
+        opt) run "$t-opt$sfx" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -- \
+               "$b" $t D D -m "$range" $o --json "$out/$t-opt$sfx.json" ;;
+        optvmm) run "$t-optvmm$sfx" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -- \
+                  "$b" $t V V -m "$range" $o --json "$out/$t-optvmm$sfx.json" ;;
+        optvmmall) run "$t-optvmmall$sfx" "$limit" "$pods" -n 2 --gpus "$gpusall" --cpus "2;3" -x CGDR_STATS=1 -- \
+                     "$b" $t V V -m "$range" $o --json "$out/$t-optvmmall$sfx.json" ;;
+      esac
+    done
+  done
   run "$t-optstage" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -x CGDR_CUDA_MALLOC=off -- \
     "$b" $t D D -m "$range" $o --json "$out/$t-optstage.json"
-  run "$t-optvmm" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -- \
-    "$b" $t V V -m "$range" $o --json "$out/$t-optvmm.json"
-  [ -n "$gpusall" ] && run "$t-optvmmall" "$limit" "$pods" -n 2 --gpus "$gpusall" --cpus "2;3" -x CGDR_STATS=1 -- \
-    "$b" $t V V -m "$range" $o --json "$out/$t-optvmmall.json"
   # The network path is ~100x slower for large messages: fewer large iterations there, and twice
   # the time (a run stopped by its limit still reports the sizes it printed). Latency elsewhere
   # takes 200, so that one context switch of the GPU (~150 us) moves a size's mean by under 1 us.

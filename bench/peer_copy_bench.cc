@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
     char e[96];
     std::snprintf(e, sizeof e, "%s\"%zu\": %.3f", jl.empty() ? "" : ", ", size, lat);
     jl += e;
-    std::snprintf(e, sizeof e, "%s\"%zu\": %.3f", jb.empty() ? "" : ", ", size, bw);
+    std::snprintf(e, sizeof e, "%s\"%zu\": %.6g", jb.empty() ? "" : ", ", size, bw);
     jb += e;
     if (size == 0) break;
   }
