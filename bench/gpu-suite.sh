@@ -143,7 +143,8 @@ probe_all() {
     xs=()
     IFS=, read -ra kv <<<"$v"
     for x in "${kv[@]}"; do xs+=(-x "$x"); done
-    args=(${PROBE_TEST:-latency} "${kinds:0:1}" "${kinds:1:1}" -m "${PROBE_RANGE:-1:1M}" -i ${PROBE_ITERS:-1000:20})
+    args=(${PROBE_TEST:-latency} "${kinds:0:1}" "${kinds:1:1}" -m "${PROBE_RANGE:-1:1M}" -i ${PROBE_ITERS:-1000:20}
+          ${PROBE_ARGS:-})  # PROBE_ARGS: more cgdr-bench options, e.g. "-W 16"
     tr=(-x CGDR_STATS=1)  # PROBE_TRACE=0: without the per-step trace (its clock reads change races)
     [ "${PROBE_TRACE:-1}" = 1 ] && tr+=(-x CGDR_TRACE_GPU=1)
     # native: both GPUs visible to both ranks; native1: each rank sees only its GPU; pods: one
