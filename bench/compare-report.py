@@ -5,7 +5,8 @@ usage: compare-report.py OUTDIR TABLE.md PLOT.png
 Reads OUTDIR/{latency,bw,bibw}-{native,opt,optstage,optvmm,optvmmall,def}.json (cgdr-bench --json),
 the further rounds' {test}-{mode}.rN.json (OUTDIR/rounds.txt: how many; each size's value is its
 median over the rounds), floor.json (cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the
-first round's logs (which channel served which sizes). The plot needs matplotlib (python3-matplotlib); without it only the table is written.
+first round's logs (which channel served which sizes). The plot needs matplotlib
+(python3-matplotlib); without it only the table is written.
 """
 import json
 import pathlib

@@ -20,7 +20,7 @@
 # Native, Container-Opt and Container-Opt (V bufs), the modes the targets compare, run in
 # COMPARE_ROUNDS rounds (default 3), each round in another order; the table gives each size's
 # median over the rounds and the spread of the per-round Opt/Nat ratio (one run per mode moved a
-# size by up to 20 % between runs on a one-GPU H100 VM). The far-off modes (heap off, Def) run once.
+# size by 20–40 % between runs on a one-GPU H100 VM). The far-off modes (heap off, Def) run once.
 #   bench/gpu-compare.sh BUILD_DIR OUTDIR [TABLE.md PLOT.png]
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,37 +55,43 @@ else
 fi
 "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" --json "$out/floor.json" > "$out/floor.log" 2>&1
 echo "floor: exit $?"
+# One run of a mode of test $t: MODE NAME TIMEOUT CGDR-BENCH-OPTIONS... (output NAME.log, NAME.json).
+# native: cgdr, both ranks in one namespace; the others: two pods, D buffers unless named.
+mode() {
+  local m=$1 name=$2 lim=$3 k=D g=$gpus x=(-x CGDR_STATS=1)
+  shift 3
+  case $m in
+    optvmm) k=V ;;
+    optvmmall) k=V g=$gpusall ;;
+    optstage) x+=(-x CGDR_CUDA_MALLOC=off) ;;
+    def) x=(-x CGDR_LOCALITY=off) ;;
+  esac
+  local bench=("$b" "$t" $k $k -m "$range" "$@" --json "$out/$name.json")
+  if [ "$m" = native ]; then
+    run "$name" "$lim" mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${x[@]}" "${bench[@]}"
+  else
+    run "$name" "$lim" "$pods" -n 2 --gpus "$g" --cpus "2;3" "${x[@]}" -- "${bench[@]}"
+  fi
+}
+
 rounds=${COMPARE_ROUNDS:-3}
 echo "$rounds" > "$out/rounds.txt"
+modes=(native opt optvmm); [ -n "$gpusall" ] && modes+=(optvmmall)
 for t in $tests; do
   o=${opts[$t]}
   # Round 1 writes NAME.json (its log names the channels), round r > 1 NAME.rR.json; the order
   # rotates so that no mode always runs first (or right after Container-Def's long run).
   for r in $(seq 1 "$rounds"); do
     sfx=""; [ "$r" -gt 1 ] && sfx=".r$r"
-    modes=(native opt optvmm); [ -n "$gpusall" ] && modes+=(optvmmall)
     k=$(( (r - 1) % ${#modes[@]} ))
-    for m in "${modes[@]:$k}" "${modes[@]:0:$k}"; do
-      case $m in
-        native) run "$t-native$sfx" "$limit" mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" \
-                  -x CGDR_STATS=1 "$b" $t D D -m "$range" $o --json "$out/$t-native$sfx.json" ;;
-        opt) run "$t-opt$sfx" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -- \
-               "$b" $t D D -m "$range" $o --json "$out/$t-opt$sfx.json" ;;
-        optvmm) run "$t-optvmm$sfx" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -- \
-                  "$b" $t V V -m "$range" $o --json "$out/$t-optvmm$sfx.json" ;;
-        optvmmall) run "$t-optvmmall$sfx" "$limit" "$pods" -n 2 --gpus "$gpusall" --cpus "2;3" -x CGDR_STATS=1 -- \
-                     "$b" $t V V -m "$range" $o --json "$out/$t-optvmmall$sfx.json" ;;
-      esac
-    done
+    for m in "${modes[@]:$k}" "${modes[@]:0:$k}"; do mode "$m" "$t-$m$sfx" "$limit" $o; done
   done
-  run "$t-optstage" "$limit" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_STATS=1 -x CGDR_CUDA_MALLOC=off -- \
-    "$b" $t D D -m "$range" $o --json "$out/$t-optstage.json"
+  mode optstage "$t-optstage" "$limit" $o
   # The network path is ~100x slower for large messages: fewer large iterations there, and twice
   # the time (a run stopped by its limit still reports the sizes it printed). Latency elsewhere
   # takes 200, so that one context switch of the GPU (~150 us) moves a size's mean by under 1 us.
   od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
   [ "$t" = latency ] && od="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
-  run "$t-def" "$((limit * 2))" "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x CGDR_LOCALITY=off -- \
-    "$b" $t D D -m "$range" $od --json "$out/$t-def.json"
+  mode def "$t-def" "$((limit * 2))" $od
 done
 python3 "$top/bench/compare-report.py" "$out" "$table" "$plot"
