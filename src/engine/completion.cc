@@ -66,6 +66,33 @@ int realError(int rc, const MPI_Status& st) {
   return rc;
 }
 
+// A single-request call's completion: the status's MPI_ERROR field is left as it was.
+int completeOne(MPI_Request* r, base::Op* op, MPI_Status* st) {
+  int keep = st != MPI_STATUS_IGNORE ? st->MPI_ERROR : 0;
+  int err = complete(r, op, st);
+  if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = keep;
+  return err;
+}
+
+// The end of an all-complete array call: cgdr's ops completed, the real requests and statuses
+// copied back from the real MPI's call (which returned realRc), errors merged.
+int finishAll(int n, MPI_Request rs[], MPI_Status sts[], const Split& s, int realRc,
+              const std::vector<MPI_Status>& realSt) {
+  if (realRc != MPI_SUCCESS && realRc != MPI_ERR_IN_STATUS) return realRc;
+  std::vector<int> errs(n, MPI_SUCCESS);
+  for (int i = 0; i < n; ++i) {
+    if (s.ops[i]) {
+      if (s.ops[i]->active()) errs[i] = complete(&rs[i], s.ops[i], at(sts, i));
+      else base::setEmptyStatus(at(sts, i));
+    } else {
+      rs[i] = s.real[i];
+      if (sts != MPI_STATUSES_IGNORE) sts[i] = realSt[i];
+      errs[i] = realError(realRc, realSt[i]);
+    }
+  }
+  return mergeErrors(errs, sts);
+}
+
 }  // namespace
 
 int wait(MPI_Request* r, MPI_Status* st) {
@@ -79,10 +106,7 @@ int wait(MPI_Request* r, MPI_Status* st) {
     return MPI_SUCCESS;
   }
   waitFor(*op);
-  int keep = st != MPI_STATUS_IGNORE ? st->MPI_ERROR : 0;
-  int err = complete(r, op, st);
-  if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = keep;
-  return err;
+  return completeOne(r, op, st);
 }
 
 int test(MPI_Request* r, int* flag, MPI_Status* st) {
@@ -96,10 +120,7 @@ int test(MPI_Request* r, int* flag, MPI_Status* st) {
   }
   *flag = op->poll() ? 1 : 0;
   if (!*flag) return MPI_SUCCESS;
-  int keep = st != MPI_STATUS_IGNORE ? st->MPI_ERROR : 0;
-  int err = complete(r, op, st);
-  if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = keep;
-  return err;
+  return completeOne(r, op, st);
 }
 
 int waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
@@ -133,19 +154,7 @@ int waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
     if (oursDone && realDone) break;
     b.pause();
   }
-  if (realRc != MPI_SUCCESS && realRc != MPI_ERR_IN_STATUS) return realRc;
-  std::vector<int> errs(n, MPI_SUCCESS);
-  for (int i = 0; i < n; ++i) {
-    if (s.ops[i]) {
-      if (s.ops[i]->active()) errs[i] = complete(&rs[i], s.ops[i], at(sts, i));
-      else base::setEmptyStatus(at(sts, i));
-    } else {
-      rs[i] = s.real[i];
-      if (sts != MPI_STATUSES_IGNORE) sts[i] = realSt[i];
-      errs[i] = realError(realRc, realSt[i]);
-    }
-  }
-  return mergeErrors(errs, sts);
+  return finishAll(n, rs, sts, s, realRc, realSt);
 }
 
 int testall(int n, MPI_Request rs[], int* flag, MPI_Status sts[]) {
@@ -161,19 +170,7 @@ int testall(int n, MPI_Request rs[], int* flag, MPI_Status sts[]) {
   int realRc = PMPI_Testall(n, s.real.data(), &f, realSt.data());
   if (!f) return realRc == MPI_ERR_IN_STATUS ? MPI_SUCCESS : realRc;
   *flag = 1;
-  if (realRc != MPI_SUCCESS && realRc != MPI_ERR_IN_STATUS) return realRc;
-  std::vector<int> errs(n, MPI_SUCCESS);
-  for (int i = 0; i < n; ++i) {
-    if (s.ops[i]) {
-      if (s.ops[i]->active()) errs[i] = complete(&rs[i], s.ops[i], at(sts, i));
-      else base::setEmptyStatus(at(sts, i));
-    } else {
-      rs[i] = s.real[i];
-      if (sts != MPI_STATUSES_IGNORE) sts[i] = realSt[i];
-      errs[i] = realError(realRc, realSt[i]);
-    }
-  }
-  return mergeErrors(errs, sts);
+  return finishAll(n, rs, sts, s, realRc, realSt);
 }
 
 namespace {
