@@ -8,6 +8,7 @@
 
 #include "base/cuda.hpp"
 #include "mem/classify.hpp"
+#include "mem/vmm_heap.hpp"
 
 #if CGDR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -68,6 +69,45 @@ static void BM_ClassifyDevice(benchmark::State& state) { gpuLoop(state, false); 
 static void BM_ClassifyManaged(benchmark::State& state) { gpuLoop(state, true); }
 BENCHMARK(BM_ClassifyDevice);
 BENCHMARK(BM_ClassifyManaged);
+
+// A cudaMalloc buffer served by the exportable heap (what containers get): classify also looks
+// the buffer up among the heap's live ranges (1000 of them here), to know where it ends. Run after
+// the others: once the heap holds a chunk, every device pointer is looked up there.
+static std::vector<void*> heapRanges() {
+  static std::vector<void*> live;
+  for (int i = 0; live.empty() && i < 1000; ++i)
+    if (void* q = mem::heapAllocate(4096 + 256 * (i % 7), 0)) live.push_back(q);
+  return live;
+}
+static void BM_ClassifyDeviceHeap(benchmark::State& state) {
+  auto live = base::cuda::usable() ? heapRanges() : std::vector<void*>{};
+  if (live.empty()) {
+    state.SkipWithError("no GPU or no heap");
+    return;
+  }
+  classifyLoop(state, live[live.size() / 2], 4096);
+}
+// The driver query alone on that buffer: what classify cost before it looked at the heap.
+static void BM_DriverQueryDeviceHeap(benchmark::State& state) {
+  auto live = base::cuda::usable() ? heapRanges() : std::vector<void*>{};
+  if (live.empty()) {
+    state.SkipWithError("no GPU or no heap");
+    return;
+  }
+  base::cuda::PointerAttrs a;
+  for (auto _ : state) benchmark::DoNotOptimize(base::cuda::queryPointer(live[live.size() / 2], true, &a));
+}
+// cudaMalloc memory (the runtime's) once the heap exists: the lookup finds nothing.
+static void BM_ClassifyDeviceHeapExists(benchmark::State& state) {
+  if (!base::cuda::usable() || heapRanges().empty()) {
+    state.SkipWithError("no GPU or no heap");
+    return;
+  }
+  gpuLoop(state, false);
+}
+BENCHMARK(BM_ClassifyDeviceHeap);
+BENCHMARK(BM_DriverQueryDeviceHeap);
+BENCHMARK(BM_ClassifyDeviceHeapExists);
 #endif
 
 BENCHMARK_MAIN();

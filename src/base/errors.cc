@@ -17,6 +17,8 @@ const Entry kEntries[] = {
     {Errc::kInvalidBuffer, MPI_ERR_BUFFER,
      "cgdr: invalid buffer: neither host memory nor a live GPU allocation (freed or foreign "
      "device pointer?)"},
+    {Errc::kBufferOverrun, MPI_ERR_BUFFER,
+     "cgdr: invalid buffer: the count runs past the end of the GPU allocation holding it"},
     {Errc::kCuda, MPI_ERR_OTHER, "cgdr: a CUDA operation on the buffer failed"},
     {Errc::kNoMemory, MPI_ERR_NO_MEM, "cgdr: out of staging or shared memory"},
     {Errc::kSystem, MPI_ERR_OTHER, "cgdr: a system call failed"},

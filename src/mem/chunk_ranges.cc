@@ -74,6 +74,20 @@ int ChunkRanges::rangeOf(std::uint64_t p, std::size_t* size) const {
   return chunks_.at(l->second.second).device;
 }
 
+int ChunkRanges::holding(std::uint64_t addr, std::uint64_t* start, std::size_t* size) const {
+  auto c = chunks_.upper_bound(addr);
+  if (c == chunks_.begin()) return 0;
+  --c;
+  if (addr >= c->first + c->second.size) return 0;
+  auto l = live_.upper_bound(addr);
+  if (l == live_.begin()) return -1;
+  --l;
+  if (addr >= l->first + l->second.first) return -1;
+  *start = l->first;
+  *size = l->second.first;
+  return 1;
+}
+
 void ChunkRanges::setIdle(Chunk& c, bool idle) {
   if (c.idle == idle) return;
   c.idle = idle;

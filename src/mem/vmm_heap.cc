@@ -56,6 +56,8 @@ struct Heap {
   std::size_t served = 0, asyncServed = 0, fallbacks = 0, deferred = 0, reused = 0, captured = 0, trimmed = 0;
 };
 
+std::atomic<bool> gHeapUsed{false};  // a chunk was ever made
+
 Heap& heap() {
   static Heap* h = new Heap;  // never destroyed: memory may be freed during exit
   return *h;
@@ -86,6 +88,7 @@ bool grow(Heap& h, std::size_t n, int device) {
   }
   auto base = reinterpret_cast<std::uint64_t>(buf.value().data());
   h.ranges.addChunk(base, buf.value().size(), device);
+  gHeapUsed.store(true, std::memory_order_release);
   h.chunks.emplace(base, std::move(buf.value()));
   return true;
 }
@@ -178,6 +181,16 @@ int heapRangeOf(const void* p, std::size_t* size) {
   Heap& h = heap();
   std::lock_guard lock(h.mutex);
   return h.ranges.rangeOf(reinterpret_cast<std::uint64_t>(p), size);
+}
+
+int heapHolding(const void* p, std::uintptr_t* start, std::size_t* size) {
+  if (!gHeapUsed.load(std::memory_order_acquire)) return 0;
+  Heap& h = heap();
+  std::lock_guard lock(h.mutex);
+  std::uint64_t s = 0;
+  int where = h.ranges.holding(reinterpret_cast<std::uint64_t>(p), &s, size);
+  *start = static_cast<std::uintptr_t>(s);
+  return where;
 }
 
 void heapCountReused() {

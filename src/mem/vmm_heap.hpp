@@ -12,6 +12,7 @@
 // driver refuses a new chunk.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace cgdr::mem {
@@ -39,6 +40,11 @@ void* heapAllocate(std::size_t n, int device, bool async = false, bool mayGrow =
 // The device of the heap range starting at p, or -1 if p is not one; its size (a multiple of
 // ChunkRanges::kAlign) in *size.
 int heapRangeOf(const void* p, std::size_t* size);
+// Where p lies in the heap: 1 in a range handed out (its start and size: what cudaMalloc gave the
+// program, where the driver sees only the chunk around it), -1 in a chunk but in no live range
+// (memory the program freed, or never got), 0 not in the heap (before the heap's first chunk
+// without taking its lock).
+int heapHolding(const void* p, std::uintptr_t* start, std::size_t* size);
 // Gives a heap range back (the caller made sure no GPU work uses it any more); false if not one.
 // keep (cudaFreeAsync): a chunk it empties stays for later requests while the idle chunks stay
 // within CGDR_CUDA_MALLOC_ASYNC_KEEP; else it goes back to the driver at once.

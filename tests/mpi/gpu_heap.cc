@@ -3,7 +3,8 @@
 // real"), that it behaves like cudaMalloc memory either way (alignment, pointer attributes,
 // no overlap between live allocations, every byte kept, usable from a second GPU), that memory
 // freed and never shared goes back to the driver, and that messages between such buffers arrive
-// byte-exact, also when buffers are freed and allocated again between messages.
+// byte-exact, also when buffers are freed and allocated again between messages; a count past a
+// buffer's end, and with the heap a freed buffer whose chunk stays, are MPI_ERR_BUFFER errors.
 // "--alloc async": the same for cudaMallocAsync/cudaFreeAsync (the default stream, a stream of
 // the program's and the per-thread default stream, _ptsz), and with the heap, stream order: a
 // range freed on a stream that has not passed the free is never handed to another stream, is
@@ -277,6 +278,71 @@ void messages(int peer) {
   CK(release(kept));
 }
 
+// A count past the end of a cudaMalloc buffer is an MPI error naming the cause, also where cgdr's
+// heap serves it (the driver sees only the heap's chunk, which goes on behind the buffer); with the
+// heap, a buffer freed while its chunk stays (the next buffer lives in it) is refused as freed.
+void badBuffers(bool heap) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const std::size_t n = 4096;  // a multiple of the heap's 256-byte rounding: no slack behind it
+  void *a = nullptr, *b = nullptr;
+  CK(allocate(&a, n));
+  CK(allocate(&b, n));
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0, cls = 0;
+  auto refused = [&](int rc, const char* cause, const char* what, std::size_t bytes) {
+    MPI_Error_class(rc, &cls);
+    MPI_Error_string(rc, s, &len);
+    T_CHECK(cls == MPI_ERR_BUFFER && std::strstr(s, cause) != nullptr, "%s of %zu bytes: class %d, \"%s\"", what,
+            bytes, cls, s);
+  };
+  int peer = t::rank() ^ 1;
+  // Receives for the sends, so a send wrongly let through cannot hang the test.
+  std::vector<char> sink(3 * 2 * n);
+  MPI_Request drains[3];
+  for (int i = 0; i < 3; ++i)
+    MPI_Irecv(sink.data() + i * 2 * n, static_cast<int>(2 * n), MPI_BYTE, peer, i < 2 ? 90 : 92, MPI_COMM_WORLD,
+              &drains[i]);
+  for (std::size_t over : {std::size_t{1}, std::size_t{300}}) {
+    refused(MPI_Send(a, static_cast<int>(n + over), MPI_BYTE, peer, 90, MPI_COMM_WORLD), "runs past the end",
+            "send", n + over);
+    MPI_Request r = MPI_REQUEST_NULL;
+    refused(MPI_Irecv(static_cast<char*>(b) + 100, static_cast<int>(n - 100 + over), MPI_BYTE, peer, 91,
+                      MPI_COMM_WORLD, &r),
+            "runs past the end", "receive", n - 100 + over);
+    T_CHECK(r == MPI_REQUEST_NULL, "a refused receive left a request");
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+  }
+  CK(release(a));
+  bool freedChecked = heap && !gAsync;  // (a stream-ordered free gives the range back later)
+  if (freedChecked) {
+    CK(cudaDeviceSynchronize());
+    // Side by side, b keeps their chunk mapped: to the driver a is still device memory, only the
+    // heap knows better.
+    auto ua = reinterpret_cast<std::uintptr_t>(a), ub = reinterpret_cast<std::uintptr_t>(b);
+    bool oneChunk = ub == ua + n || ua == ub + n;
+    T_CHECK(!oneChunk || deviceMemory(a), "the freed buffer's chunk went back to the driver (b lives in it)");
+    if (t::rank() == 0)
+      std::printf("freed buffer: %s\n", oneChunk ? "its chunk stays mapped (the heap tells)" : "not beside the next one");
+    refused(MPI_Send(a, 16, MPI_BYTE, peer, 92, MPI_COMM_WORLD), "freed or foreign", "send from a freed buffer", 16);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (MPI_Request& d : drains) {
+    int done = 0;
+    MPI_Test(&d, &done, MPI_STATUS_IGNORE);
+    T_CHECK(!done, "a send the peer should have refused arrived");
+    if (!done) {
+      MPI_Cancel(&d);
+      MPI_Wait(&d, MPI_STATUS_IGNORE);
+    }
+  }
+  CK(release(b));
+  CK(cudaDeviceSynchronize());
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 // A stream held back by a host function until released (its work after that waits).
 struct Gate {
   std::atomic<bool> open{false};
@@ -433,7 +499,10 @@ int main(int argc, char** argv) {
   returned(heap, keep);
   if (heap || !gAsync) otherGpu(device);  // (the runtime's pool grants no peer GPU access by itself)
   if (gAsync && heap) streamOrder(device, keep);
-  if (size >= 2 && rank < (size & ~1)) messages(rank ^ 1);
+  if (size >= 2 && rank < (size & ~1)) {
+    messages(rank ^ 1);
+    badBuffers(heap);
+  }
   CK(cudaStreamDestroy(gStream));
   return t::finish(gAsync ? "gpu_heap --alloc async" : "gpu_heap");
 }

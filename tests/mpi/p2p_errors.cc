@@ -1,14 +1,22 @@
 // Errors: truncation reported as MPI_ERR_TRUNCATE with MPI_ERRORS_RETURN (and nothing written past
 // the buffer), cancelled receives, cancel of sends where the MPI allows it, and - with GPUs - a
-// freed or foreign device pointer reported as an MPI error naming the cause instead of a crash.
+// freed or foreign device pointer, or a count running past the end of its GPU allocation, reported
+// as an MPI error naming the cause instead of a crash, while messages that end exactly at the
+// allocation's end (also one made of several cuMem allocations mapped back to back) arrive whole.
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "testlib.hpp"
 #include <mpi-ext.h>
 
 #if CGDR_HAVE_CUDA
+#include <cuda.h>
 #include <cuda_runtime.h>
+
+#include "user_side.hpp"
 #endif
 
 static_assert(MPIX_CUDA_AWARE_SUPPORT == 1, "cgdr's mpi-ext.h must be the one included");
@@ -119,6 +127,181 @@ void invalidPointers() {
 #endif
 }
 
+#if CGDR_HAVE_CUDA
+// One buffer to its program, several allocations to the driver: `pieces` cuMem allocations of one
+// granule each, mapped back to back into one reserved range.
+struct Pieced {
+  CUdeviceptr base = 0;
+  std::size_t gran = 0, size = 0;
+  std::vector<CUmemGenericAllocationHandle> handles;
+
+  explicit Pieced(int pieces) {
+    using cgdr::user::driverEntry;
+    auto granOf = driverEntry<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
+    auto create = driverEntry<decltype(&cuMemCreate)>("cuMemCreate");
+    auto reserve = driverEntry<decltype(&cuMemAddressReserve)>("cuMemAddressReserve");
+    auto map = driverEntry<decltype(&cuMemMap)>("cuMemMap");
+    auto access = driverEntry<decltype(&cuMemSetAccess)>("cuMemSetAccess");
+    int dev = 0;
+    cudaGetDevice(&dev);
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    T_CHECK(granOf && create && reserve && map && access && granOf(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS,
+            "cuMem entry points or granularity");
+    size = gran * pieces;
+    T_CHECK(reserve(&base, size, 0, 0, 0) == CUDA_SUCCESS, "cuMemAddressReserve of %zu bytes", size);
+    for (int i = 0; i < pieces; ++i) {
+      CUmemGenericAllocationHandle h = 0;
+      T_CHECK(create(&h, gran, &prop, 0) == CUDA_SUCCESS, "cuMemCreate of piece %d", i);
+      T_CHECK(map(base + i * gran, gran, 0, h, 0) == CUDA_SUCCESS, "cuMemMap of piece %d", i);
+      handles.push_back(h);
+    }
+    CUmemAccessDesc a{};
+    a.location = prop.location;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    T_CHECK(access(base, size, &a, 1) == CUDA_SUCCESS, "cuMemSetAccess");
+  }
+  ~Pieced() {
+    using cgdr::user::driverEntry;
+    cudaDeviceSynchronize();
+    auto unmap = driverEntry<decltype(&cuMemUnmap)>("cuMemUnmap");
+    auto release = driverEntry<decltype(&cuMemRelease)>("cuMemRelease");
+    auto afree = driverEntry<decltype(&cuMemAddressFree)>("cuMemAddressFree");
+    if (base) unmap(base, size);
+    for (auto h : handles) release(h);
+    if (base) afree(base, size);
+  }
+  char* ptr() const { return reinterpret_cast<char*>(base); }
+};
+
+// What the driver says of the allocation holding p, for failure messages.
+std::string driverRange(const void* p) {
+  using cgdr::user::driverEntry;
+  auto attr = driverEntry<decltype(&cuPointerGetAttribute)>("cuPointerGetAttribute");
+  auto retain = driverEntry<decltype(&cuMemRetainAllocationHandle)>("cuMemRetainAllocationHandle");
+  auto release = driverEntry<decltype(&cuMemRelease)>("cuMemRelease");
+  CUdeviceptr start = 0;
+  std::size_t size = 0;
+  CUmemGenericAllocationHandle h = 0;
+  auto d = reinterpret_cast<CUdeviceptr>(p);
+  bool ok = attr && attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d) == CUDA_SUCCESS &&
+            attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) == CUDA_SUCCESS;
+  bool mapped = retain && retain(&h, const_cast<void*>(p)) == CUDA_SUCCESS;
+  if (mapped && release) release(h);
+  char s[160];
+  std::snprintf(s, sizeof s, "driver range %s%#llx + %zu, %s", ok ? "" : "(unknown) ", static_cast<unsigned long long>(start),
+                size, mapped ? "cuMem-mapped" : "not cuMem-mapped");
+  return s;
+}
+
+// A send and a receive whose count runs past the end of the GPU allocation at p (room bytes from
+// p to its end) are refused with MPI_ERR_BUFFER naming the cause; nothing is sent. (Receives into
+// host memory are posted for the sends first, so a send wrongly let through cannot hang the test.)
+void refusedPast(char* p, std::size_t room, const char* what) {
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  int peer = t::rank() ^ 1;
+  std::vector<char> sink((room + 4096) * 3);
+  MPI_Request drains[3];
+  for (int i = 0; i < 3; ++i)
+    T_MPI(MPI_Irecv(sink.data() + i * (room + 4096), static_cast<int>(room + 4096), MPI_BYTE, peer, i < 2 ? 60 : 62,
+                    MPI_COMM_WORLD, &drains[i]));
+  for (std::size_t over : {std::size_t{1}, std::size_t{4096}}) {
+    int rc = MPI_Send(p, static_cast<int>(room + over), MPI_BYTE, peer, 60, MPI_COMM_WORLD);
+    MPI_Error_string(rc, s, &len);
+    T_CHECK(errClass(rc) == MPI_ERR_BUFFER && std::strstr(s, "runs past the end") != nullptr,
+            "%s: send of %zu bytes with %zu left: class %d, \"%s\" (%s)", what, room + over, room, errClass(rc), s,
+            driverRange(p).c_str());
+    MPI_Request r = MPI_REQUEST_NULL;
+    rc = MPI_Irecv(p, static_cast<int>(room + over), MPI_BYTE, peer, 61, MPI_COMM_WORLD, &r);
+    MPI_Error_string(rc, s, &len);
+    T_CHECK(errClass(rc) == MPI_ERR_BUFFER && std::strstr(s, "runs past the end") != nullptr,
+            "%s: receive of %zu bytes with %zu left: class %d, \"%s\"", what, room + over, room, errClass(rc), s);
+    T_CHECK(r == MPI_REQUEST_NULL, "%s: a refused receive left a request", what);
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+  }
+  // A datatype whose span (not its data) passes the end: 2 bytes 1 + room apart.
+  MPI_Datatype spread;
+  int lens[2] = {1, 1};
+  MPI_Aint disps[2] = {0, static_cast<MPI_Aint>(room)};
+  MPI_Type_create_hindexed(2, lens, disps, MPI_BYTE, &spread);
+  MPI_Type_commit(&spread);
+  int rc = MPI_Send(p, 1, spread, peer, 62, MPI_COMM_WORLD);
+  T_CHECK(errClass(rc) == MPI_ERR_BUFFER, "%s: a datatype reaching 1 byte past the end: class %d", what, errClass(rc));
+  MPI_Type_free(&spread);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (MPI_Request& d : drains) {
+    int done = 0;
+    MPI_Test(&d, &done, MPI_STATUS_IGNORE);
+    T_CHECK(!done, "%s: a send the peer should have refused arrived", what);
+    if (!done) {
+      MPI_Cancel(&d);
+      MPI_Wait(&d, MPI_STATUS_IGNORE);
+    }
+  }
+}
+
+// n bytes at src to the peer's dst and back the other way at once, every byte checked.
+void exchangeExact(char* src, char* dst, std::size_t n, int msg, const char* what) {
+  std::uint32_t mine = t::seedOf(t::rank(), msg), theirs = t::seedOf(t::rank() ^ 1, msg);
+  std::vector<std::uint8_t> h(n);
+  for (std::size_t i = 0; i < n; ++i) h[i] = t::pat(mine, i);
+  cudaMemcpy(src, h.data(), n, cudaMemcpyDefault);
+  cudaMemset(dst, 0xA5, n);
+  cudaDeviceSynchronize();
+  MPI_Request r[2];
+  T_MPI(MPI_Irecv(dst, static_cast<int>(n), MPI_BYTE, t::rank() ^ 1, 70 + msg, MPI_COMM_WORLD, &r[0]));
+  T_MPI(MPI_Isend(src, static_cast<int>(n), MPI_BYTE, t::rank() ^ 1, 70 + msg, MPI_COMM_WORLD, &r[1]));
+  T_MPI(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+  cudaMemcpy(h.data(), dst, n, cudaMemcpyDefault);
+  for (std::size_t i = 0; i < n; ++i)
+    if (h[i] != t::pat(theirs, i)) {
+      T_CHECK(false, "%s: %zu bytes ending at the allocation's end: byte %zu is %#x, expected %#x", what, n, i, h[i],
+              t::pat(theirs, i));
+      return;
+    }
+}
+#endif
+
+// With cgdr and a GPU: counts that run past the end of device, managed and pieced cuMem memory
+// are MPI errors; messages up to the last byte of each arrive whole.
+void overruns() {
+#if CGDR_HAVE_CUDA
+  if (!MPIX_Query_cuda_support()) return;
+  const std::size_t n = 4096 + 100;  // not a multiple of any granule or alignment
+  for (int managed = 0; managed < 2; ++managed) {
+    const char* what = managed ? "cudaMallocManaged" : "cudaMalloc";
+    char *a = nullptr, *b = nullptr;
+    if (managed) {
+      cudaMallocManaged(&a, n);
+      cudaMallocManaged(&b, n);
+    } else {
+      cudaMalloc(&a, n);
+      cudaMalloc(&b, n);
+    }
+    T_CHECK(a && b, "%s of %zu bytes", what, n);
+    refusedPast(a, n, what);
+    refusedPast(a + n - 1, 1, what);
+    refusedPast(b + 1000, n - 1000, what);
+    exchangeExact(a, b, n, managed * 4, what);
+    exchangeExact(a + n - 1, b + n - 1, 1, managed * 4 + 1, what);
+    exchangeExact(a + 333, b + 777, n - 777, managed * 4 + 2, what);
+    cudaFree(a);
+    cudaFree(b);
+  }
+  Pieced a(3), b(3);
+  refusedPast(a.ptr(), a.size, "3 cuMem allocations back to back");
+  refusedPast(a.ptr() + a.gran + 5, a.size - a.gran - 5, "3 cuMem allocations back to back");
+  exchangeExact(a.ptr(), b.ptr(), a.size, 8, "3 cuMem allocations back to back");
+  exchangeExact(a.ptr() + a.gran - 7, b.ptr() + 3, a.size - a.gran + 7, 9, "3 cuMem allocations, from the first's end");
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,6 +323,9 @@ int main(int argc, char** argv) {
   }
   bool gpuKinds = false;
   for (auto [a, b] : pairs) gpuKinds = gpuKinds || a != t::Kind::H || b != t::Kind::H;
-  if (gpuKinds && t::size() >= 2) invalidPointers();
+  if (gpuKinds && t::size() >= 2) {
+    invalidPointers();
+    overruns();
+  }
   return t::finish("p2p_errors");
 }

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <random>
+#include <vector>
 
 #include "mem/chunk_ranges.hpp"
 
@@ -54,6 +55,25 @@ TEST(ChunkRanges, NeverMergesAcrossAdjacentChunks) {
   EXPECT_EQ(empty, 0x1000000u + kMiB);
   EXPECT_EQ(r.totals().freeRanges, 2u);
   EXPECT_EQ(r.take(2 * kMiB, 0), 0u);  // no range spans the two chunks
+}
+
+TEST(ChunkRanges, HoldingTellsLiveFreedAndForeign) {
+  ChunkRanges r;
+  r.addChunk(0x20000000, 2 * kMiB, 0);
+  std::uint64_t a = r.take(1000, 0), b = r.take(256, 0);
+  std::uint64_t start = 0;
+  std::size_t size = 0;
+  EXPECT_EQ(r.holding(a + 999, &start, &size), 1);
+  EXPECT_EQ(start, a);
+  EXPECT_EQ(size, 1024u);                           // rounded to the alignment
+  EXPECT_EQ(r.holding(a + 1024, &start, &size), 1);  // the next range
+  EXPECT_EQ(start, b);
+  EXPECT_EQ(r.holding(b + 256, &start, &size), -1);  // in the chunk, never handed out
+  std::uint64_t empty = 0;
+  ASSERT_TRUE(r.give(a, &empty));
+  EXPECT_EQ(r.holding(a, &start, &size), -1);        // handed out and given back
+  EXPECT_EQ(r.holding(0x20000000 - 1, &start, &size), 0);
+  EXPECT_EQ(r.holding(0x20000000 + 2 * kMiB, &start, &size), 0);
 }
 
 TEST(ChunkRanges, SharedChunkIsKeptAndReused) {
@@ -137,6 +157,7 @@ TEST(ChunkRanges, RandomAgainstModel) {
   std::map<std::uint64_t, ChunkM> chunks;
   std::map<std::uint64_t, std::pair<std::size_t, int>> live;  // start -> (rounded size, device)
   std::uint64_t next = 0x100000000;
+  std::size_t outcomes[3] = {};  // holding() answered -1, 0, 1
   for (int step = 0; step < 20000; ++step) {
     int op = static_cast<int>(rng() % 10);
     int dev = static_cast<int>(rng() % 2);
@@ -220,6 +241,38 @@ TEST(ChunkRanges, RandomAgainstModel) {
     for (auto& [b, c] : chunks)
       if (c.idle && (!oldest || c.since < since)) oldest = b, since = c.since;
     ASSERT_EQ(r.oldestIdle(), oldest);
+    // Where addresses lie (what classify asks of the heap): a live range's first, a middle and last
+    // byte, the bytes just before and after it, and an address anywhere among the chunks.
+    std::vector<std::uint64_t> probes{0x100000000 - 1, next + 4 * kMiB, 0x100000000 + rng() % (next - 0x100000000 + 1)};
+    if (!live.empty()) {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      std::uint64_t s = it->first, n = it->second.first;
+      for (std::uint64_t a : {s, s + rng() % n, s + n - 1, s - 1, s + n}) probes.push_back(a);
+    }
+    for (std::uint64_t a : probes) {
+      int want = 0;
+      std::uint64_t wantStart = 0;
+      std::size_t wantSize = 0;
+      auto c = chunks.upper_bound(a);
+      if (c != chunks.begin() && a < std::prev(c)->first + std::prev(c)->second.size) {
+        want = -1;
+        auto l = live.upper_bound(a);
+        if (l != live.begin() && a < std::prev(l)->first + std::prev(l)->second.first) {
+          want = 1;
+          wantStart = std::prev(l)->first;
+          wantSize = std::prev(l)->second.first;
+        }
+      }
+      std::uint64_t start = 0;
+      std::size_t size = 0;
+      ASSERT_EQ(r.holding(a, &start, &size), want) << "address " << std::hex << a;
+      ++outcomes[want + 1];
+      if (want == 1) {
+        ASSERT_EQ(start, wantStart);
+        ASSERT_EQ(size, wantSize);
+      }
+    }
   }
   // Everything given back: each chunk is one free range again.
   for (auto& [p, v] : live) {
@@ -227,6 +280,7 @@ TEST(ChunkRanges, RandomAgainstModel) {
     ASSERT_TRUE(r.give(p, &empty));
   }
   EXPECT_EQ(r.totals().freeRanges, chunks.size());
+  for (std::size_t k : outcomes) EXPECT_GT(k, 1000u) << "holding() probes missed an outcome";
 }
 
 }  // namespace
