@@ -73,40 +73,38 @@ BENCHMARK(BM_ClassifyManaged);
 // A cudaMalloc buffer served by the exportable heap (what containers get): classify also looks
 // the buffer up among the heap's live ranges (1000 of them here), to know where it ends. Run after
 // the others: once the heap holds a chunk, every device pointer is looked up there.
-static std::vector<void*> heapRanges() {
+// One of them (nullptr, the benchmark skipped, where there is no GPU or no heap).
+static const void* heapBuffer(benchmark::State& state) {
   static std::vector<void*> live;
-  for (int i = 0; live.empty() && i < 1000; ++i)
+  for (int i = 0; base::cuda::usable() && live.empty() && i < 1000; ++i)
     if (void* q = mem::heapAllocate(4096 + 256 * (i % 7), 0)) live.push_back(q);
-  return live;
+  if (live.empty()) state.SkipWithError("no GPU or no heap");
+  return live.empty() ? nullptr : live[live.size() / 2];
 }
 static void BM_ClassifyDeviceHeap(benchmark::State& state) {
-  auto live = base::cuda::usable() ? heapRanges() : std::vector<void*>{};
-  if (live.empty()) {
-    state.SkipWithError("no GPU or no heap");
-    return;
-  }
-  classifyLoop(state, live[live.size() / 2], 4096);
+  if (const void* p = heapBuffer(state)) classifyLoop(state, p, 4096);
 }
 // The driver query alone on that buffer: what classify cost before it looked at the heap.
 static void BM_DriverQueryDeviceHeap(benchmark::State& state) {
-  auto live = base::cuda::usable() ? heapRanges() : std::vector<void*>{};
-  if (live.empty()) {
-    state.SkipWithError("no GPU or no heap");
-    return;
-  }
   base::cuda::PointerAttrs a;
-  for (auto _ : state) benchmark::DoNotOptimize(base::cuda::queryPointer(live[live.size() / 2], true, &a));
+  if (const void* p = heapBuffer(state))
+    for (auto _ : state) benchmark::DoNotOptimize(base::cuda::queryPointer(p, true, &a));
+}
+// The heap's own lookup of that buffer alone (each message asks it again: the thread's last
+// answer holds while the heap is unchanged).
+static void BM_HeapLookup(benchmark::State& state) {
+  std::uintptr_t start = 0;
+  std::size_t size = 0;
+  if (const void* p = heapBuffer(state))
+    for (auto _ : state) benchmark::DoNotOptimize(mem::heapHolding(p, &start, &size));
 }
 // cudaMalloc memory (the runtime's) once the heap exists: the lookup finds nothing.
 static void BM_ClassifyDeviceHeapExists(benchmark::State& state) {
-  if (!base::cuda::usable() || heapRanges().empty()) {
-    state.SkipWithError("no GPU or no heap");
-    return;
-  }
-  gpuLoop(state, false);
+  if (heapBuffer(state)) gpuLoop(state, false);
 }
 BENCHMARK(BM_ClassifyDeviceHeap);
 BENCHMARK(BM_DriverQueryDeviceHeap);
+BENCHMARK(BM_HeapLookup);
 BENCHMARK(BM_ClassifyDeviceHeapExists);
 #endif
 

@@ -9,11 +9,21 @@ void ChunkRanges::addChunk(std::uint64_t base, std::size_t size, int device) {
   free_[base] = size;
 }
 
-std::map<std::uint64_t, ChunkRanges::Chunk>::iterator ChunkRanges::chunkOf(std::uint64_t addr) {
-  auto it = chunks_.upper_bound(addr);
-  if (it == chunks_.begin()) return chunks_.end();
+namespace {
+
+// The entry of `ranges` (start -> something with a size) holding addr, or its end().
+template <typename Map, typename SizeOf>
+auto holder(Map& ranges, std::uint64_t addr, SizeOf sizeOf) -> decltype(ranges.begin()) {
+  auto it = ranges.upper_bound(addr);
+  if (it == ranges.begin()) return ranges.end();
   --it;
-  return addr < it->first + it->second.size ? it : chunks_.end();
+  return addr < it->first + sizeOf(it->second) ? it : ranges.end();
+}
+
+}  // namespace
+
+std::map<std::uint64_t, ChunkRanges::Chunk>::iterator ChunkRanges::chunkOf(std::uint64_t addr) {
+  return holder(chunks_, addr, [](const Chunk& c) { return c.size; });
 }
 
 std::uint64_t ChunkRanges::take(std::size_t n, int device) {
@@ -75,14 +85,9 @@ int ChunkRanges::rangeOf(std::uint64_t p, std::size_t* size) const {
 }
 
 int ChunkRanges::holding(std::uint64_t addr, std::uint64_t* start, std::size_t* size) const {
-  auto c = chunks_.upper_bound(addr);
-  if (c == chunks_.begin()) return 0;
-  --c;
-  if (addr >= c->first + c->second.size) return 0;
-  auto l = live_.upper_bound(addr);
-  if (l == live_.begin()) return -1;
-  --l;
-  if (addr >= l->first + l->second.first) return -1;
+  auto l = holder(live_, addr, [](const auto& v) { return v.first; });
+  if (l == live_.end())
+    return holder(chunks_, addr, [](const Chunk& c) { return c.size; }) == chunks_.end() ? 0 : -1;
   *start = l->first;
   *size = l->second.first;
   return 1;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 
@@ -36,13 +37,13 @@ bool probeByte(const void* p) {
   return !(w < 0 && err == EFAULT);
 }
 
-base::Status bufferError(base::Errc code, const char* what, const void* p, std::size_t n, std::size_t room) {
+// A buffer refused: the status, its message (printf-style) also logged.
+__attribute__((format(printf, 2, 3))) base::Status refuse(base::Errc code, const char* fmt, ...) {
   char msg[240];
-  if (code == base::Errc::kBufferOverrun)
-    snprintf(msg, sizeof msg, "buffer %p: the message's %zu bytes run past the end of %s (%zu bytes from %p to its end)",
-             p, n, what, room, p);
-  else
-    snprintf(msg, sizeof msg, "buffer %p (%zu bytes) is %s", p, n, what);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
   CGDR_LOG(kError, kMem, "%s", msg);
   return base::Status(code, msg);
 }
@@ -71,26 +72,31 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
       // heap is still mapped: both refused before anything moves.
       std::uintptr_t hs = 0;
       std::size_t hn = 0;
-      int heap = heapHolding(p, &hs, &hn);
+      int heap = device ? heapHolding(p, &hs, &hn) : 0;  // (managed memory is never the heap's)
       if (heap < 0)
-        return bufferError(base::Errc::kInvalidBuffer, "freed GPU memory (a range of cgdr's exportable heap no "
-                           "cudaMalloc holds)", p, n, 0);
+        return refuse(base::Errc::kInvalidBuffer,
+                      "buffer %p (%zu bytes) is freed GPU memory (a range of cgdr's exportable heap no cudaMalloc holds)",
+                      p, n);
       // cuMem allocations mapped back to back into one reserved range are one range to the driver
       // (measured on the H200: 3 of them, one range of their total size), so a buffer made that
-      // way (PyTorch's expandable segments) is one buffer here too.
+      // way (PyTorch's expandable segments) is one buffer here too. (A range of unknown size ends
+      // at its start: nothing is refused.)
       std::uintptr_t end = heap > 0 ? hs + hn : a.rangeStart + a.rangeSize;
-      if (a.rangeSize && (end <= addr || n > end - addr))
-        return bufferError(base::Errc::kBufferOverrun,
-                           heap > 0 ? "the cudaMalloc allocation holding it" : "the GPU allocation holding it", p, n,
-                           end > addr ? end - addr : 0);
+      if (end > addr && n > end - addr)
+        return refuse(base::Errc::kBufferOverrun,
+                      "buffer %p: the message's %zu bytes run past the end of the %s allocation holding it (%zu "
+                      "bytes from it to its end)",
+                      p, n, heap > 0 ? "cudaMalloc" : "GPU", static_cast<std::size_t>(end - addr));
       return MemInfo{device ? MemKind::kDevice : MemKind::kManaged, a.device, a.bufferId, a.rangeStart,
                      a.rangeSize};
     }
   }
   // Not GPU memory: it must be readable host memory, or it is a dangling/foreign pointer.
   if (!cpuReadable(p, n))
-    return bufferError(base::Errc::kInvalidBuffer,
-                       "neither host memory nor a live GPU allocation (freed or foreign device pointer?)", p, n, 0);
+    return refuse(base::Errc::kInvalidBuffer,
+                  "buffer %p (%zu bytes) is neither host memory nor a live GPU allocation (freed or foreign device "
+                  "pointer?)",
+                  p, n);
   std::uintptr_t lo = addr & ~(kPage - 1);
   std::uintptr_t hi = (addr + n + kPage - 1) & ~(kPage - 1);
   cache.insert(lo, hi, gen);

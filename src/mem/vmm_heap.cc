@@ -56,7 +56,10 @@ struct Heap {
   std::size_t served = 0, asyncServed = 0, fallbacks = 0, deferred = 0, reused = 0, captured = 0, trimmed = 0;
 };
 
-std::atomic<bool> gHeapUsed{false};  // a chunk was ever made
+// Counts the changes of the heap's chunks and live ranges (made or dropped, handed out or given
+// back; 0: no chunk ever), so a thread can keep the last answer it got while nothing changed. Only
+// changed under the heap's lock.
+std::atomic<std::uint64_t> gRangesVersion{0};
 
 Heap& heap() {
   static Heap* h = new Heap;  // never destroyed: memory may be freed during exit
@@ -88,7 +91,7 @@ bool grow(Heap& h, std::size_t n, int device) {
   }
   auto base = reinterpret_cast<std::uint64_t>(buf.value().data());
   h.ranges.addChunk(base, buf.value().size(), device);
-  gHeapUsed.store(true, std::memory_order_release);
+  gRangesVersion.fetch_add(1, std::memory_order_release);
   h.chunks.emplace(base, std::move(buf.value()));
   return true;
 }
@@ -96,6 +99,7 @@ bool grow(Heap& h, std::size_t n, int device) {
 // Gives a chunk with no live range back to the driver (unmaps and releases its memory).
 void drop(Heap& h, std::uint64_t base) {
   h.ranges.dropChunk(base);
+  gRangesVersion.fetch_add(1, std::memory_order_release);
   h.chunks.erase(base);
 }
 
@@ -174,6 +178,7 @@ void* heapAllocate(std::size_t n, int device, bool async, bool mayGrow) {
     return nullptr;
   }
   ++(async ? h.asyncServed : h.served);
+  gRangesVersion.fetch_add(1, std::memory_order_release);
   return reinterpret_cast<void*>(at);
 }
 
@@ -184,13 +189,31 @@ int heapRangeOf(const void* p, std::size_t* size) {
 }
 
 int heapHolding(const void* p, std::uintptr_t* start, std::size_t* size) {
-  if (!gHeapUsed.load(std::memory_order_acquire)) return 0;
-  Heap& h = heap();
-  std::lock_guard lock(h.mutex);
-  std::uint64_t s = 0;
-  int where = h.ranges.holding(reinterpret_cast<std::uint64_t>(p), &s, size);
-  *start = static_cast<std::uintptr_t>(s);
-  return where;
+  // The last answer this thread got, while the heap has not changed since: a program sends from
+  // the same buffers again and again, and this is asked once per GPU message. It holds for the
+  // whole live range found, else for that address alone.
+  thread_local struct {
+    std::uint64_t version = 0;
+    std::uintptr_t lo = 0, hi = 0, start = 0;
+    std::size_t size = 0;
+    int where = 0;
+  } seen;
+  std::uint64_t version = gRangesVersion.load(std::memory_order_acquire);
+  if (version == 0) return 0;
+  auto addr = reinterpret_cast<std::uintptr_t>(p);
+  if (version != seen.version || addr < seen.lo || addr >= seen.hi) {
+    Heap& h = heap();
+    std::lock_guard lock(h.mutex);
+    std::uint64_t s = 0;
+    seen.where = h.ranges.holding(addr, &s, &seen.size);
+    seen.start = static_cast<std::uintptr_t>(s);
+    seen.lo = seen.where > 0 ? seen.start : addr;
+    seen.hi = seen.where > 0 ? seen.start + seen.size : addr + 1;
+    seen.version = gRangesVersion.load(std::memory_order_relaxed);
+  }
+  *start = seen.start;
+  *size = seen.size;
+  return seen.where;
 }
 
 void heapCountReused() {
@@ -205,6 +228,7 @@ bool heapRelease(const void* p, bool keep) {
   std::lock_guard lock(h.mutex);
   std::uint64_t empty = 0;
   if (!h.ranges.give(reinterpret_cast<std::uint64_t>(p), &empty)) return false;
+  gRangesVersion.fetch_add(1, std::memory_order_release);
   if (empty && keep) {
     // Kept, giving back the chunks idle longest where the limit would be passed (a program's
     // working set moves: the sizes it freed last are the ones it asks for next).

@@ -42,8 +42,8 @@ void* heapAllocate(std::size_t n, int device, bool async = false, bool mayGrow =
 int heapRangeOf(const void* p, std::size_t* size);
 // Where p lies in the heap: 1 in a range handed out (its start and size: what cudaMalloc gave the
 // program, where the driver sees only the chunk around it), -1 in a chunk but in no live range
-// (memory the program freed, or never got), 0 not in the heap (before the heap's first chunk
-// without taking its lock).
+// (memory the program freed, or never got), 0 not in the heap. Without the heap's lock before its
+// first chunk, and where the thread's last answer still holds (nothing in the heap changed since).
 int heapHolding(const void* p, std::uintptr_t* start, std::size_t* size);
 // Gives a heap range back (the caller made sure no GPU work uses it any more); false if not one.
 // keep (cudaFreeAsync): a chunk it empties stays for later requests while the idle chunks stay

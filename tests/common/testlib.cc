@@ -53,7 +53,6 @@ Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
     if (!cgdr::user::vmmAlloc(alloc, &v, &what)) std::fprintf(stderr, "rank %d: %s failed\n", gRank, what);
     p_ = v.ptr;
     reserved_ = v.size;
-    handle_ = v.handle;
   } else if (k == Kind::A) {
     cudaOk(cudaMallocAsync(&p_, alloc, 0), "cudaMallocAsync");
     cudaOk(cudaStreamSynchronize(0), "cudaStreamSynchronize");  // ready before MPI sees it
@@ -71,7 +70,7 @@ Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
 Buf::~Buf() {
   if (k_ == Kind::H) std::free(p_);
 #if CGDR_HAVE_CUDA
-  else if (k_ == Kind::V) cgdr::user::vmmFree({p_, reserved_, handle_});
+  else if (k_ == Kind::V) cgdr::user::vmmFree({p_, reserved_});
   else if (k_ == Kind::A) cudaFreeAsync(p_, 0);  // back to the pool in stream order, no wait
   else cudaFree(p_);
 #endif
@@ -240,6 +239,35 @@ int finish(const char* testName) {
   if (gRank == 0) std::printf("%s %s (%d failures)\n", total ? "FAIL" : "PASS", testName, total);
   MPI_Finalize();
   return total ? 1 : 0;
+}
+
+bool refusedWith(int rc, const char* cause, std::string* text) {
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0, cls = -1;
+  MPI_Error_class(rc, &cls);
+  MPI_Error_string(rc, s, &len);
+  *text = s;
+  return cls == MPI_ERR_BUFFER && std::strstr(s, cause) != nullptr;
+}
+
+RefusedSends::RefusedSends(int peer, const std::vector<int>& tags, std::size_t maxBytes)
+    : sink_(tags.size() * maxBytes), rs_(tags.size(), MPI_REQUEST_NULL) {
+  for (std::size_t i = 0; i < tags.size(); ++i)
+    T_MPI(MPI_Irecv(sink_.data() + i * maxBytes, static_cast<int>(maxBytes), MPI_BYTE, peer, tags[i], MPI_COMM_WORLD,
+                    &rs_[i]));
+}
+
+void RefusedSends::check(const char* what) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (MPI_Request& r : rs_) {
+    int done = 0;
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    T_CHECK(!done, "%s: a send the peer should have refused arrived", what);
+    if (!done) {
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+  }
 }
 
 }  // namespace t

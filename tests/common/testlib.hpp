@@ -55,7 +55,6 @@ class Buf {
   std::size_t n_;
   void* p_ = nullptr;
   std::size_t reserved_ = 0;          // V: the mapped size
-  unsigned long long handle_ = 0;     // V: the allocation handle
 };
 
 // Parses "--kinds XY[,XY...]" or "all" (every pair of H, D, M) or "gpu" (those with a GPU side);
@@ -84,6 +83,22 @@ std::vector<std::size_t> sizes(int argc, char** argv);
 constexpr std::size_t kBlock = 256 * 1024;
 
 bool gpuAvailable();
+
+// Whether an MPI call's return code is MPI_ERR_BUFFER with `cause` in its error string (which
+// *text receives, for the failure message).
+bool refusedWith(int rc, const char* cause, std::string* text);
+// Receives from `peer` into host memory, one per tag, posted before sends that must be refused:
+// a send wrongly let through then fails check() instead of hanging the test. check() is
+// collective (a barrier, then every receive must still be pending; they are cancelled).
+class RefusedSends {
+ public:
+  RefusedSends(int peer, const std::vector<int>& tags, std::size_t maxBytes);
+  void check(const char* what);
+
+ private:
+  std::vector<char> sink_;
+  std::vector<MPI_Request> rs_;
+};
 // The MPI library is MPICH (some checks avoid known MPICH 4.0 bugs, with a note).
 bool isMpich();
 

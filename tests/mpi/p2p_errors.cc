@@ -128,71 +128,17 @@ void invalidPointers() {
 }
 
 #if CGDR_HAVE_CUDA
-// One buffer to its program, several allocations to the driver: `pieces` cuMem allocations of one
-// granule each, mapped back to back into one reserved range.
-struct Pieced {
-  CUdeviceptr base = 0;
-  std::size_t gran = 0, size = 0;
-  std::vector<CUmemGenericAllocationHandle> handles;
-
-  explicit Pieced(int pieces) {
-    using cgdr::user::driverEntry;
-    auto granOf = driverEntry<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
-    auto create = driverEntry<decltype(&cuMemCreate)>("cuMemCreate");
-    auto reserve = driverEntry<decltype(&cuMemAddressReserve)>("cuMemAddressReserve");
-    auto map = driverEntry<decltype(&cuMemMap)>("cuMemMap");
-    auto access = driverEntry<decltype(&cuMemSetAccess)>("cuMemSetAccess");
-    int dev = 0;
-    cudaGetDevice(&dev);
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev;
-    T_CHECK(granOf && create && reserve && map && access && granOf(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS,
-            "cuMem entry points or granularity");
-    size = gran * pieces;
-    T_CHECK(reserve(&base, size, 0, 0, 0) == CUDA_SUCCESS, "cuMemAddressReserve of %zu bytes", size);
-    for (int i = 0; i < pieces; ++i) {
-      CUmemGenericAllocationHandle h = 0;
-      T_CHECK(create(&h, gran, &prop, 0) == CUDA_SUCCESS, "cuMemCreate of piece %d", i);
-      T_CHECK(map(base + i * gran, gran, 0, h, 0) == CUDA_SUCCESS, "cuMemMap of piece %d", i);
-      handles.push_back(h);
-    }
-    CUmemAccessDesc a{};
-    a.location = prop.location;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    T_CHECK(access(base, size, &a, 1) == CUDA_SUCCESS, "cuMemSetAccess");
-  }
-  ~Pieced() {
-    using cgdr::user::driverEntry;
-    cudaDeviceSynchronize();
-    auto unmap = driverEntry<decltype(&cuMemUnmap)>("cuMemUnmap");
-    auto release = driverEntry<decltype(&cuMemRelease)>("cuMemRelease");
-    auto afree = driverEntry<decltype(&cuMemAddressFree)>("cuMemAddressFree");
-    if (base) unmap(base, size);
-    for (auto h : handles) release(h);
-    if (base) afree(base, size);
-  }
-  char* ptr() const { return reinterpret_cast<char*>(base); }
-};
-
 // What the driver says of the allocation holding p, for failure messages.
 std::string driverRange(const void* p) {
-  using cgdr::user::driverEntry;
-  auto attr = driverEntry<decltype(&cuPointerGetAttribute)>("cuPointerGetAttribute");
-  auto retain = driverEntry<decltype(&cuMemRetainAllocationHandle)>("cuMemRetainAllocationHandle");
-  auto release = driverEntry<decltype(&cuMemRelease)>("cuMemRelease");
+  auto attr = cgdr::user::driverEntry<decltype(&cuPointerGetAttribute)>("cuPointerGetAttribute");
   CUdeviceptr start = 0;
   std::size_t size = 0;
-  CUmemGenericAllocationHandle h = 0;
   auto d = reinterpret_cast<CUdeviceptr>(p);
   bool ok = attr && attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d) == CUDA_SUCCESS &&
             attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) == CUDA_SUCCESS;
-  bool mapped = retain && retain(&h, const_cast<void*>(p)) == CUDA_SUCCESS;
-  if (mapped && release) release(h);
-  char s[160];
-  std::snprintf(s, sizeof s, "driver range %s%#llx + %zu, %s", ok ? "" : "(unknown) ", static_cast<unsigned long long>(start),
-                size, mapped ? "cuMem-mapped" : "not cuMem-mapped");
+  char s[80];
+  std::snprintf(s, sizeof s, "driver range %s%#llx + %zu", ok ? "" : "(unknown) ", static_cast<unsigned long long>(start),
+                size);
   return s;
 }
 
@@ -200,25 +146,17 @@ std::string driverRange(const void* p) {
 // p to its end) are refused with MPI_ERR_BUFFER naming the cause; nothing is sent. (Receives into
 // host memory are posted for the sends first, so a send wrongly let through cannot hang the test.)
 void refusedPast(char* p, std::size_t room, const char* what) {
-  char s[MPI_MAX_ERROR_STRING];
-  int len = 0;
+  std::string s;
   int peer = t::rank() ^ 1;
-  std::vector<char> sink((room + 4096) * 3);
-  MPI_Request drains[3];
-  for (int i = 0; i < 3; ++i)
-    T_MPI(MPI_Irecv(sink.data() + i * (room + 4096), static_cast<int>(room + 4096), MPI_BYTE, peer, i < 2 ? 60 : 62,
-                    MPI_COMM_WORLD, &drains[i]));
+  t::RefusedSends drains(peer, {60, 60, 62}, room + 4096);
   for (std::size_t over : {std::size_t{1}, std::size_t{4096}}) {
     int rc = MPI_Send(p, static_cast<int>(room + over), MPI_BYTE, peer, 60, MPI_COMM_WORLD);
-    MPI_Error_string(rc, s, &len);
-    T_CHECK(errClass(rc) == MPI_ERR_BUFFER && std::strstr(s, "runs past the end") != nullptr,
-            "%s: send of %zu bytes with %zu left: class %d, \"%s\" (%s)", what, room + over, room, errClass(rc), s,
-            driverRange(p).c_str());
+    T_CHECK(t::refusedWith(rc, "runs past the end", &s), "%s: send of %zu bytes with %zu left: \"%s\" (%s)", what,
+            room + over, room, s.c_str(), driverRange(p).c_str());
     MPI_Request r = MPI_REQUEST_NULL;
     rc = MPI_Irecv(p, static_cast<int>(room + over), MPI_BYTE, peer, 61, MPI_COMM_WORLD, &r);
-    MPI_Error_string(rc, s, &len);
-    T_CHECK(errClass(rc) == MPI_ERR_BUFFER && std::strstr(s, "runs past the end") != nullptr,
-            "%s: receive of %zu bytes with %zu left: class %d, \"%s\"", what, room + over, room, errClass(rc), s);
+    T_CHECK(t::refusedWith(rc, "runs past the end", &s), "%s: receive of %zu bytes with %zu left: \"%s\"", what,
+            room + over, room, s.c_str());
     T_CHECK(r == MPI_REQUEST_NULL, "%s: a refused receive left a request", what);
     if (r != MPI_REQUEST_NULL) {
       MPI_Cancel(&r);
@@ -232,18 +170,10 @@ void refusedPast(char* p, std::size_t room, const char* what) {
   MPI_Type_create_hindexed(2, lens, disps, MPI_BYTE, &spread);
   MPI_Type_commit(&spread);
   int rc = MPI_Send(p, 1, spread, peer, 62, MPI_COMM_WORLD);
-  T_CHECK(errClass(rc) == MPI_ERR_BUFFER, "%s: a datatype reaching 1 byte past the end: class %d", what, errClass(rc));
+  T_CHECK(t::refusedWith(rc, "runs past the end", &s), "%s: a datatype reaching 1 byte past the end: \"%s\"", what,
+          s.c_str());
   MPI_Type_free(&spread);
-  MPI_Barrier(MPI_COMM_WORLD);
-  for (MPI_Request& d : drains) {
-    int done = 0;
-    MPI_Test(&d, &done, MPI_STATUS_IGNORE);
-    T_CHECK(!done, "%s: a send the peer should have refused arrived", what);
-    if (!done) {
-      MPI_Cancel(&d);
-      MPI_Wait(&d, MPI_STATUS_IGNORE);
-    }
-  }
+  drains.check(what);
 }
 
 // n bytes at src to the peer's dst and back the other way at once, every byte checked.
@@ -294,11 +224,19 @@ void overruns() {
     cudaFree(a);
     cudaFree(b);
   }
-  Pieced a(3), b(3);
-  refusedPast(a.ptr(), a.size, "3 cuMem allocations back to back");
-  refusedPast(a.ptr() + a.gran + 5, a.size - a.gran - 5, "3 cuMem allocations back to back");
-  exchangeExact(a.ptr(), b.ptr(), a.size, 8, "3 cuMem allocations back to back");
-  exchangeExact(a.ptr() + a.gran - 7, b.ptr() + 3, a.size - a.gran + 7, 9, "3 cuMem allocations, from the first's end");
+  // One buffer to its program, three allocations to the driver.
+  cgdr::user::VmmAlloc a, b;
+  const char* what = "";
+  T_CHECK(cgdr::user::vmmAlloc(1, &a, &what, 3) && cgdr::user::vmmAlloc(1, &b, &what, 3), "%s failed", what);
+  if (!a.ptr || !b.ptr) return;
+  char *pa = static_cast<char*>(a.ptr), *pb = static_cast<char*>(b.ptr);
+  std::size_t piece = a.size / 3;
+  refusedPast(pa, a.size, "3 cuMem allocations back to back");
+  refusedPast(pa + piece + 5, a.size - piece - 5, "3 cuMem allocations back to back");
+  exchangeExact(pa, pb, a.size, 8, "3 cuMem allocations back to back");
+  exchangeExact(pa + piece - 7, pb + 3, a.size - piece + 7, 9, "3 cuMem allocations, from the first's end");
+  cgdr::user::vmmFree(a);
+  cgdr::user::vmmFree(b);
 #endif
 }
 

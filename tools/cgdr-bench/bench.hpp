@@ -54,7 +54,6 @@ class Buffer {
  private:
   Loc loc_;
   std::size_t mapped_ = 0;            // kVmm
-  unsigned long long handle_ = 0;     // kVmm
   void* p_ = nullptr;
 };
 

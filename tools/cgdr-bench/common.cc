@@ -88,7 +88,6 @@ Buffer::Buffer(Loc l, std::size_t bytes) : loc_(l) {
     if (!cgdr::user::vmmAlloc(n, &v, &what)) std::fprintf(stderr, "cgdr-bench: %s failed\n", what);
     p_ = v.ptr;
     mapped_ = v.size;
-    handle_ = v.handle;
   } else if (l == Loc::kPool) {
     if (cudaMallocAsync(&p_, n, 0) != cudaSuccess || cudaStreamSynchronize(0) != cudaSuccess) p_ = nullptr;
   } else if (cudaMallocManaged(&p_, n) != cudaSuccess) {
@@ -105,7 +104,7 @@ Buffer::Buffer(Loc l, std::size_t bytes) : loc_(l) {
 Buffer::~Buffer() {
   if (loc_ == Loc::kHost) std::free(p_);
 #if CGDR_HAVE_CUDA
-  else if (loc_ == Loc::kVmm) cgdr::user::vmmFree({p_, mapped_, handle_});
+  else if (loc_ == Loc::kVmm) cgdr::user::vmmFree({p_, mapped_});
   else if (loc_ == Loc::kPool) {
     cudaFreeAsync(p_, 0);
     cudaStreamSynchronize(0);

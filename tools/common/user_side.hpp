@@ -22,12 +22,13 @@ inline std::size_t parseSize(const char* s) {
 }
 
 #if CGDR_HAVE_CUDA
-// A cuMem allocation exportable as a POSIX file descriptor (what the cuda-vmm channels share
-// across containers without a copy), mapped read/write on the current device.
+// cuMem memory exportable as a POSIX file descriptor (what the cuda-vmm channels share across
+// containers without a copy), mapped read/write on the current device: one allocation, or several
+// mapped back to back into one reserved range (as PyTorch's expandable segments grow). The handles
+// are released once mapped: the memory lives until it is unmapped.
 struct VmmAlloc {
   void* ptr = nullptr;
-  std::size_t size = 0;  // rounded up to the allocation granularity
-  unsigned long long handle = 0;
+  std::size_t size = 0;  // rounded up to the allocation granularity (per piece)
 };
 
 // The driver's entry point (reached through the runtime: no -lcuda), nullptr when absent.
@@ -45,17 +46,16 @@ F driverEntry(const char* name) {
 inline void vmmFree(const VmmAlloc& a) {
   cudaDeviceSynchronize();
   auto unmap = driverEntry<decltype(&cuMemUnmap)>("cuMemUnmap");
-  auto release = driverEntry<decltype(&cuMemRelease)>("cuMemRelease");
   auto afree = driverEntry<decltype(&cuMemAddressFree)>("cuMemAddressFree");
   auto d = reinterpret_cast<CUdeviceptr>(a.ptr);
   if (a.ptr && unmap) unmap(d, a.size);
-  if (a.handle && release) release(a.handle);
   if (a.ptr && afree) afree(d, a.size);
 }
 
-// Creates, reserves, maps and grants access; on failure nothing stays allocated and it returns
-// false with `what` naming the call that failed.
-inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what) {
+// Creates `pieces` allocations of bytes / pieces each (rounded up to the granularity), reserves
+// one range for them, maps them back to back and grants access; on failure nothing stays allocated
+// and it returns false with `what` naming the call that failed.
+inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what, int pieces = 1) {
   *out = VmmAlloc{};
   auto gran = driverEntry<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
   auto create = driverEntry<decltype(&cuMemCreate)>("cuMemCreate");
@@ -64,8 +64,9 @@ inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what) {
   auto access = driverEntry<decltype(&cuMemSetAccess)>("cuMemSetAccess");
   auto afree = driverEntry<decltype(&cuMemAddressFree)>("cuMemAddressFree");
   auto release = driverEntry<decltype(&cuMemRelease)>("cuMemRelease");
+  auto unmap = driverEntry<decltype(&cuMemUnmap)>("cuMemUnmap");
   *what = "driver entry points";
-  if (!gran || !create || !reserve || !map || !access || !afree || !release) return false;
+  if (!gran || !create || !reserve || !map || !access || !afree || !release || !unmap || pieces < 1) return false;
   int dev = 0;
   *what = "cudaGetDevice";
   if (cudaGetDevice(&dev) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return false;  // context exists
@@ -77,25 +78,29 @@ inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what) {
   std::size_t g = 0;
   *what = "cuMemGetAllocationGranularity";
   if (gran(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || g == 0) return false;
-  std::size_t size = (bytes + g - 1) / g * g;
-  CUmemGenericAllocationHandle h = 0;
-  *what = "cuMemCreate";
-  if (create(&h, size, &prop, 0) != CUDA_SUCCESS) return false;
+  std::size_t each = (bytes + pieces - 1) / pieces;
+  std::size_t piece = each ? (each + g - 1) / g * g : g;
+  std::size_t size = piece * pieces;
   CUdeviceptr p = 0;
   *what = "cuMemAddressReserve";
-  if (reserve(&p, size, 0, 0, 0) != CUDA_SUCCESS) {
-    release(h);
-    return false;
-  }
-  *what = "cuMemMap";
-  if (map(p, size, 0, h, 0) != CUDA_SUCCESS) {
-    afree(p, size);
-    release(h);
-    return false;
+  if (reserve(&p, size, 0, 0, 0) != CUDA_SUCCESS) return false;
+  for (int i = 0; i < pieces; ++i) {
+    CUmemGenericAllocationHandle h = 0;
+    *what = "cuMemCreate";
+    bool ok = create(&h, piece, &prop, 0) == CUDA_SUCCESS;
+    if (ok) {
+      *what = "cuMemMap";
+      ok = map(p + i * piece, piece, 0, h, 0) == CUDA_SUCCESS;
+      release(h);  // a mapped allocation lives until unmapped
+    }
+    if (!ok) {
+      if (i) unmap(p, i * piece);
+      afree(p, size);
+      return false;
+    }
   }
   out->ptr = reinterpret_cast<void*>(p);
   out->size = size;
-  out->handle = h;
   CUmemAccessDesc a{};
   a.location = prop.location;
   a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
