@@ -9,6 +9,7 @@
 #include "base/cuda.hpp"
 #include "mem/classify.hpp"
 #include "mem/vmm_heap.hpp"
+#include "user_side.hpp"
 
 #if CGDR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -69,6 +70,22 @@ static void BM_ClassifyDevice(benchmark::State& state) { gpuLoop(state, false); 
 static void BM_ClassifyManaged(benchmark::State& state) { gpuLoop(state, true); }
 BENCHMARK(BM_ClassifyDevice);
 BENCHMARK(BM_ClassifyManaged);
+
+// A buffer over N cuMem pieces mapped back to back in one reserved range (PyTorch's expandable
+// segments): the driver's range is the reservation, so classify walks the N mappings, one query
+// each, to know none is missing.
+static void BM_ClassifyDevicePieces(benchmark::State& state) {
+  const int pieces = static_cast<int>(state.range(0));
+  user::VmmAlloc v;
+  const char* what = "";
+  if (!base::cuda::usable() || !user::vmmAlloc(1, &v, &what, pieces)) {
+    state.SkipWithError("no GPU or no cuMem");
+    return;
+  }
+  classifyLoop(state, v.ptr, v.size);
+  user::vmmFree(v);
+}
+BENCHMARK(BM_ClassifyDevicePieces)->Arg(1)->Arg(3)->Arg(13);
 
 // A cudaMalloc buffer served by the exportable heap (what containers get): classify also looks
 // the buffer up among the heap's live ranges (1000 of them here), to know where it ends. Run after

@@ -19,13 +19,27 @@ struct PointerAttrs {
   enum class Type { kUnknown, kHost, kDevice, kManaged } type = Type::kUnknown;
   int device = -1;                 // owning GPU ordinal for device/managed memory
   std::uint64_t bufferId = 0;      // unique per allocation, to tell a re-allocation apart
-  std::uintptr_t rangeStart = 0;   // the allocation holding the address
-  std::size_t rangeSize = 0;
+  std::uintptr_t rangeStart = 0;   // the allocation holding the address (for cuMem memory: the
+  std::size_t rangeSize = 0;       //   whole reserved range, mapped or not)
+  std::uintptr_t mappingStart = 0; // the one mapping holding the address (for cudaMalloc: the
+  std::size_t mappingSize = 0;     //   driver's page of it or more); 0: the driver cannot say
 };
 
 // Asks the driver about ptr (cheap for device pointers, ~0.5 us for host pointers).
-// withRange also fetches buffer id and allocation range. Returns false if the query failed.
+// withRange also fetches buffer id, allocation range and mapping. Returns false if the query failed.
 bool queryPointer(const void* ptr, bool withRange, PointerAttrs* out);
+
+// Where the mapping holding ptr ends (its start plus size); 0 where nothing is mapped at ptr or
+// the driver cannot say. (Pieces of cuMem memory mapped back to back are one range to the driver
+// but one mapping each, and a reserved range may have unmapped holes.)
+std::uintptr_t mappingEnd(std::uintptr_t ptr);
+
+// Marks the allocation holding ptr so that synchronous copies into or out of it are: a
+// cudaMemcpy from pageable memory may otherwise return before its bytes land (CUDA's "API
+// synchronization behavior"), and copies on other streams or in other processes would read them
+// early. Marking waits for such copies still pending. False where the driver refused; nothing
+// is done where CGDR_CUDA_SYNC_MEMOPS=0.
+bool setSyncMemops(const void* ptr);
 
 // Looks up a driver entry point by name (e.g. "cuMemCreate"); nullptr when absent.
 void* driverEntry(const char* name, int cudaVersion = 12000);

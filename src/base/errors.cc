@@ -19,6 +19,8 @@ const Entry kEntries[] = {
      "device pointer?)"},
     {Errc::kBufferOverrun, MPI_ERR_BUFFER,
      "cgdr: invalid buffer: the count runs past the end of the GPU allocation holding it"},
+    {Errc::kBufferHole, MPI_ERR_BUFFER,
+     "cgdr: invalid buffer: the count runs into a hole nothing is mapped to in the GPU address range holding it"},
     {Errc::kCuda, MPI_ERR_OTHER, "cgdr: a CUDA operation on the buffer failed"},
     {Errc::kNoMemory, MPI_ERR_NO_MEM, "cgdr: out of staging or shared memory"},
     {Errc::kSystem, MPI_ERR_OTHER, "cgdr: a system call failed"},

@@ -10,6 +10,7 @@ enum class Errc {
   kOk,
   kInvalidBuffer,   // a pointer that is neither host memory nor a live GPU allocation
   kBufferOverrun,   // a GPU buffer whose count runs past the end of its allocation
+  kBufferHole,      // a GPU buffer whose count runs into an unmapped part of its reserved range
   kCuda,            // a CUDA call failed
   kNoMemory,        // staging or shared memory could not be allocated
   kSystem,          // a system call failed

@@ -39,7 +39,10 @@ inline int blockingColl(MPI_Comm c, coll::Staging& st, const std::function<int()
 inline int startColl(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
                      const std::function<int(MPI_Request*)>& call) {
   base::Status s = st->stageIn();
-  if (!s.isOk()) return base::raise(c, s);
+  if (!s.isOk()) {
+    *req = MPI_REQUEST_NULL;  // (as a refused point-to-point call leaves it)
+    return base::raise(c, s);
+  }
   if (!st->any()) return call(req);
   MPI_Request inner = MPI_REQUEST_NULL;
   int rc = call(&inner);
@@ -53,7 +56,10 @@ inline int startColl(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request*
 inline int initColl(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
                     const std::function<int(MPI_Request*)>& call) {
   base::Status s = st->stageIn();
-  if (!s.isOk()) return base::raise(c, s);
+  if (!s.isOk()) {
+    *req = MPI_REQUEST_NULL;  // (as a refused point-to-point call leaves it)
+    return base::raise(c, s);
+  }
   if (!st->any()) return call(req);
   MPI_Request inner = MPI_REQUEST_NULL;
   int rc = call(&inner);

@@ -9,7 +9,8 @@ namespace cgdr::mem {
 
 // Classifies [p, p+n): host, device or managed, and which GPU. Host pointers are answered from
 // the host-range cache after their first query. A pointer that is neither host memory nor a live
-// GPU allocation (a freed or foreign device pointer) is an error naming the address.
+// GPU allocation (a freed or foreign device pointer) is an error naming the address, and so is a
+// GPU buffer whose n bytes run past its allocation's end or into an unmapped hole of its range.
 base::Result<MemInfo> classify(const void* p, std::size_t n);
 
 // True if the bytes [p, p+n) can be read by the CPU (checks the first and the last byte).

@@ -1,5 +1,6 @@
 // Classification of real GPU memory (skipped without a GPU): device and managed memory with the
-// owning GPU, pinned host memory as host, freed device memory as an error, and - the assumption
+// owning GPU, pinned host memory as host, freed device memory as an error, counts past the end
+// of an allocation or into an unmapped hole of a reserved range as errors, and - the assumption
 // behind the host-range cache - that the CUDA driver's new mappings pass through mmap, which
 // cgdr sees.
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "base/cuda.hpp"
 #include "mem/classify.hpp"
 #include "mem/host_cache.hpp"
+#include "user_side.hpp"
 
 using namespace cgdr;
 
@@ -79,4 +81,38 @@ TEST_F(Gpu, DriverMappingsAreSeen) {
   auto after = mem::hostCache().mapGeneration();
   for (void* p : ps) cudaFree(p);
   EXPECT_GT(after, before) << "the CUDA driver mapped 16 GiB of GPU memory without an mmap cgdr saw";
+}
+
+// A reserved cuMem range is one range to the driver however much of it is mapped: counts reaching
+// an unmapped piece are refused wherever they start, counts up to a hole's edge and across pieces
+// mapped back to back are not, and a pointer into a hole is no GPU memory at all.
+TEST_F(Gpu, HolesOfAReservedRange) {
+  user::VmmAlloc v;  // pieces 0, 1 mapped, 2 not, 3 mapped, 4 not
+  const char* what = "";
+  ASSERT_TRUE(user::vmmAlloc(1, &v, &what, 5, 0b10100)) << what;
+  char* p = static_cast<char*>(v.ptr);
+  const std::size_t g = v.piece;
+  struct Case {
+    std::size_t at, n;
+    bool ok;
+  } cases[] = {{0, 2 * g, true},         {1, 2 * g - 1, true},     {g - 3, g + 3, true},  {0, 2 * g + 1, false},
+               {2 * g - 1, 2, false},    {g + 5, g, false},        {0, 4 * g, false},     {3 * g, g, true},
+               {3 * g + 7, g - 7, true}, {3 * g + 7, g - 6, false}, {0, 5 * g, false},    {4 * g - 1, 1, true}};
+  for (const Case& c : cases) {
+    auto r = mem::classify(p + c.at, c.n);
+    ASSERT_EQ(r.isOk(), c.ok) << "at " << c.at << ", " << c.n << " bytes (piece " << g << ")";
+    if (c.ok) {
+      EXPECT_EQ(r.value().kind, mem::MemKind::kDevice);
+      EXPECT_EQ(r.value().base, reinterpret_cast<std::uintptr_t>(p));
+    } else {
+      EXPECT_EQ(r.status().code(), base::Errc::kBufferHole) << r.status().message();
+      EXPECT_NE(r.status().message().find("a hole nothing is mapped to"), std::string::npos) << r.status().message();
+    }
+  }
+  for (std::size_t at : {2 * g, 2 * g + 100, 4 * g + g - 1}) {
+    auto r = mem::classify(p + at, 10);
+    ASSERT_FALSE(r.isOk()) << "a pointer " << at << " bytes into a range whose piece there is unmapped";
+    EXPECT_EQ(r.status().code(), base::Errc::kInvalidBuffer) << r.status().message();
+  }
+  user::vmmFree(v);
 }

@@ -143,20 +143,21 @@ std::string driverRange(const void* p) {
 }
 
 // A send and a receive whose count runs past the end of the GPU allocation at p (room bytes from
-// p to its end) are refused with MPI_ERR_BUFFER naming the cause; nothing is sent. (Receives into
-// host memory are posted for the sends first, so a send wrongly let through cannot hang the test.)
-void refusedPast(char* p, std::size_t room, const char* what) {
+// p to its end, or to a hole of its range) are refused with MPI_ERR_BUFFER naming the cause;
+// nothing is sent. (Receives into host memory are posted for the sends first, so a send wrongly
+// let through cannot hang the test.)
+void refusedPast(char* p, std::size_t room, const char* what, const char* cause = "runs past the end") {
   std::string s;
   int peer = t::rank() ^ 1;
   t::RefusedSends drains(peer, {60, 60, 62}, room + 4096);
   for (std::size_t over : {std::size_t{1}, std::size_t{4096}}) {
     int rc = MPI_Send(p, static_cast<int>(room + over), MPI_BYTE, peer, 60, MPI_COMM_WORLD);
-    T_CHECK(t::refusedWith(rc, "runs past the end", &s), "%s: send of %zu bytes with %zu left: \"%s\" (%s)", what,
-            room + over, room, s.c_str(), driverRange(p).c_str());
+    T_CHECK(t::refusedWith(rc, cause, &s), "%s: send of %zu bytes with %zu left: \"%s\" (%s)", what, room + over,
+            room, s.c_str(), driverRange(p).c_str());
     MPI_Request r = MPI_REQUEST_NULL;
     rc = MPI_Irecv(p, static_cast<int>(room + over), MPI_BYTE, peer, 61, MPI_COMM_WORLD, &r);
-    T_CHECK(t::refusedWith(rc, "runs past the end", &s), "%s: receive of %zu bytes with %zu left: \"%s\"", what,
-            room + over, room, s.c_str());
+    T_CHECK(t::refusedWith(rc, cause, &s), "%s: receive of %zu bytes with %zu left: \"%s\"", what, room + over,
+            room, s.c_str());
     T_CHECK(r == MPI_REQUEST_NULL, "%s: a refused receive left a request", what);
     if (r != MPI_REQUEST_NULL) {
       MPI_Cancel(&r);
@@ -170,8 +171,7 @@ void refusedPast(char* p, std::size_t room, const char* what) {
   MPI_Type_create_hindexed(2, lens, disps, MPI_BYTE, &spread);
   MPI_Type_commit(&spread);
   int rc = MPI_Send(p, 1, spread, peer, 62, MPI_COMM_WORLD);
-  T_CHECK(t::refusedWith(rc, "runs past the end", &s), "%s: a datatype reaching 1 byte past the end: \"%s\"", what,
-          s.c_str());
+  T_CHECK(t::refusedWith(rc, cause, &s), "%s: a datatype reaching 1 byte past the end: \"%s\"", what, s.c_str());
   MPI_Type_free(&spread);
   drains.check(what);
 }
@@ -235,8 +235,96 @@ void overruns() {
   refusedPast(pa + piece + 5, a.size - piece - 5, "3 cuMem allocations back to back");
   exchangeExact(pa, pb, a.size, 8, "3 cuMem allocations back to back");
   exchangeExact(pa + piece - 7, pb + 3, a.size - piece + 7, 9, "3 cuMem allocations, from the first's end");
+  // A reserved range is one range to the driver however little of it is mapped: 3 pieces with the
+  // middle one unmapped, and a range grown only to its first piece.
+  cgdr::user::VmmAlloc h, f;
+  T_CHECK(cgdr::user::vmmAlloc(1, &h, &what, 3, 0b010) && cgdr::user::vmmAlloc(1, &f, &what, 3, 0b110), "%s failed",
+          what);
+  if (h.ptr && f.ptr) {
+    char *ph = static_cast<char*>(h.ptr), *pf = static_cast<char*>(f.ptr);
+    const char* hole = "a hole nothing is mapped to";
+    refusedPast(ph, piece, "3 cuMem pieces, the middle one unmapped", hole);
+    refusedPast(ph + piece - 9, 9, "3 cuMem pieces, the middle one unmapped", hole);
+    refusedPast(pf + 1, piece - 1, "the first of 3 cuMem pieces mapped", hole);
+    {  // a pointer into the hole itself
+      t::RefusedSends drains(t::rank() ^ 1, {63}, 4096);
+      std::string s;
+      int rc = MPI_Send(ph + piece + 8, 100, MPI_BYTE, t::rank() ^ 1, 63, MPI_COMM_WORLD);
+      T_CHECK(t::refusedWith(rc, "freed or foreign", &s), "a send from a reserved range's unmapped hole: \"%s\"",
+              s.c_str());
+      drains.check("a send from a hole");
+    }
+    exchangeExact(ph, pa, piece, 10, "the piece before a hole");
+    exchangeExact(ph + piece - 9, pf + 17, 9, 11, "the last bytes before a hole");
+    exchangeExact(ph + 2 * piece, pf, piece, 12, "the piece after a hole, into a range grown to one piece");
+  }
+  cgdr::user::vmmFree(h);
+  cgdr::user::vmmFree(f);
   cgdr::user::vmmFree(a);
   cgdr::user::vmmFree(b);
+#endif
+}
+
+// With cgdr and a GPU, on every rank at once (a rank alone refused would leave the others waiting
+// in the collective, as with any erroneous collective call): collectives whose GPU buffers run past
+// their allocations are refused, a non-blocking one leaves no request, and the same buffers then
+// serve exact counts, every byte checked.
+void collOverruns() {
+#if CGDR_HAVE_CUDA
+  if (!MPIX_Query_cuda_support()) return;
+  const int ints = 1049;  // 4196 bytes
+  const std::size_t n = ints * sizeof(int);
+  int size = t::size();
+  char *a = nullptr, *b = nullptr;
+  cudaMalloc(&a, n);
+  cudaMalloc(&b, n * size);
+  T_CHECK(a && b, "cudaMalloc");
+  if (!a || !b) return;
+  std::vector<int> host(ints * size + 64);
+  std::string s;
+  int rc = MPI_Allreduce(a, b, ints + 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  T_CHECK(t::refusedWith(rc, "runs past the end", &s), "allreduce of %d ints from %zu bytes: \"%s\"", ints + 1, n,
+          s.c_str());
+  rc = MPI_Allreduce(a + 8, host.data(), ints - 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  T_CHECK(t::refusedWith(rc, "runs past the end", &s), "allreduce whose send buffer alone runs over: \"%s\"",
+          s.c_str());
+  rc = MPI_Bcast(a + 100, static_cast<int>(n) - 99, MPI_BYTE, 0, MPI_COMM_WORLD);
+  T_CHECK(t::refusedWith(rc, "runs past the end", &s), "bcast 1 byte over: \"%s\"", s.c_str());
+  rc = MPI_Allgather(a, ints, MPI_INT, b + 4, ints, MPI_INT, MPI_COMM_WORLD);
+  T_CHECK(t::refusedWith(rc, "runs past the end", &s), "allgather whose receive buffer runs over: \"%s\"", s.c_str());
+  MPI_Request r = MPI_REQUEST_NULL;
+  rc = MPI_Iallreduce(a, b, ints + 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+  T_CHECK(t::refusedWith(rc, "runs past the end", &s), "iallreduce 1 int over: \"%s\"", s.c_str());
+  T_CHECK(r == MPI_REQUEST_NULL, "a refused iallreduce left a request");
+  if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+  // Exact counts: the allgather places every rank's pattern, the allreduce xors them.
+  std::vector<std::uint8_t> mine(n);
+  for (std::size_t i = 0; i < n; ++i) mine[i] = t::pat(t::seedOf(t::rank(), 90), i);
+  cudaMemcpy(a, mine.data(), n, cudaMemcpyHostToDevice);
+  T_MPI(MPI_Allgather(a, ints, MPI_INT, b, ints, MPI_INT, MPI_COMM_WORLD));
+  std::vector<std::uint8_t> got(n * size);
+  cudaMemcpy(got.data(), b, n * size, cudaMemcpyDeviceToHost);
+  for (int q = 0; q < size; ++q)
+    for (std::size_t i = 0; i < n; ++i)
+      if (got[q * n + i] != t::pat(t::seedOf(q, 90), i)) {
+        T_CHECK(false, "allgather after refusals: rank %d's byte %zu is %#x, expected %#x", q, i, got[q * n + i],
+                t::pat(t::seedOf(q, 90), i));
+        q = size;
+        break;
+      }
+  T_MPI(MPI_Allreduce(a, b + n * (size - 1), ints, MPI_INT, MPI_BXOR, MPI_COMM_WORLD));
+  std::vector<std::uint8_t> x(n);
+  cudaMemcpy(x.data(), b + n * (size - 1), n, cudaMemcpyDeviceToHost);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint8_t want = 0;
+    for (int q = 0; q < size; ++q) want ^= t::pat(t::seedOf(q, 90), i);
+    if (x[i] != want) {
+      T_CHECK(false, "allreduce (bxor) to the last byte of its buffer: byte %zu is %#x, expected %#x", i, x[i], want);
+      break;
+    }
+  }
+  cudaFree(a);
+  cudaFree(b);
 #endif
 }
 
@@ -264,6 +352,7 @@ int main(int argc, char** argv) {
   if (gpuKinds && t::size() >= 2) {
     invalidPointers();
     overruns();
+    collOverruns();
   }
   return t::finish("p2p_errors");
 }

@@ -24,11 +24,15 @@ inline std::size_t parseSize(const char* s) {
 #if CGDR_HAVE_CUDA
 // cuMem memory exportable as a POSIX file descriptor (what the cuda-vmm channels share across
 // containers without a copy), mapped read/write on the current device: one allocation, or several
-// mapped back to back into one reserved range (as PyTorch's expandable segments grow). The handles
-// are released once mapped: the memory lives until it is unmapped.
+// mapped back to back into one reserved range (as PyTorch's expandable segments grow), or a range
+// with pieces left unmapped (a segment not yet grown, or shrunk). The handles are released once
+// mapped: the memory lives until it is unmapped.
 struct VmmAlloc {
   void* ptr = nullptr;
-  std::size_t size = 0;  // rounded up to the allocation granularity (per piece)
+  std::size_t size = 0;   // the reserved range: pieces * piece
+  std::size_t piece = 0;  // rounded up to the allocation granularity
+  int pieces = 0;
+  unsigned unmapped = 0;  // bit i set: piece i is reserved but not mapped
 };
 
 // The driver's entry point (reached through the runtime: no -lcuda), nullptr when absent.
@@ -48,14 +52,18 @@ inline void vmmFree(const VmmAlloc& a) {
   auto unmap = driverEntry<decltype(&cuMemUnmap)>("cuMemUnmap");
   auto afree = driverEntry<decltype(&cuMemAddressFree)>("cuMemAddressFree");
   auto d = reinterpret_cast<CUdeviceptr>(a.ptr);
-  if (a.ptr && unmap) unmap(d, a.size);
-  if (a.ptr && afree) afree(d, a.size);
+  if (!a.ptr || !unmap || !afree) return;
+  if (a.unmapped == 0) unmap(d, a.size);  // mapped throughout ({ptr, size} says no more)
+  for (int i = 0; a.unmapped != 0 && i < a.pieces; ++i)
+    if (!(a.unmapped >> i & 1)) unmap(d + i * a.piece, a.piece);
+  afree(d, a.size);
 }
 
 // Creates `pieces` allocations of bytes / pieces each (rounded up to the granularity), reserves
-// one range for them, maps them back to back and grants access; on failure nothing stays allocated
-// and it returns false with `what` naming the call that failed.
-inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what, int pieces = 1) {
+// one range for them, maps them back to back (leaving the pieces whose bit is set in `unmapped`
+// reserved but unmapped) and grants access; on failure nothing stays allocated and it returns
+// false with `what` naming the call that failed.
+inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what, int pieces = 1, unsigned unmapped = 0) {
   *out = VmmAlloc{};
   auto gran = driverEntry<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
   auto create = driverEntry<decltype(&cuMemCreate)>("cuMemCreate");
@@ -66,7 +74,8 @@ inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what, int pi
   auto release = driverEntry<decltype(&cuMemRelease)>("cuMemRelease");
   auto unmap = driverEntry<decltype(&cuMemUnmap)>("cuMemUnmap");
   *what = "driver entry points";
-  if (!gran || !create || !reserve || !map || !access || !afree || !release || !unmap || pieces < 1) return false;
+  if (!gran || !create || !reserve || !map || !access || !afree || !release || !unmap || pieces < 1 || pieces > 32)
+    return false;
   int dev = 0;
   *what = "cudaGetDevice";
   if (cudaGetDevice(&dev) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return false;  // context exists
@@ -84,7 +93,13 @@ inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what, int pi
   CUdeviceptr p = 0;
   *what = "cuMemAddressReserve";
   if (reserve(&p, size, 0, 0, 0) != CUDA_SUCCESS) return false;
+  VmmAlloc v{reinterpret_cast<void*>(p), size, piece, 0, ~0u};  // nothing mapped yet
+  CUmemAccessDesc a{};
+  a.location = prop.location;
+  a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   for (int i = 0; i < pieces; ++i) {
+    ++v.pieces;
+    if (unmapped >> i & 1) continue;
     CUmemGenericAllocationHandle h = 0;
     *what = "cuMemCreate";
     bool ok = create(&h, piece, &prop, 0) == CUDA_SUCCESS;
@@ -92,24 +107,16 @@ inline bool vmmAlloc(std::size_t bytes, VmmAlloc* out, const char** what, int pi
       *what = "cuMemMap";
       ok = map(p + i * piece, piece, 0, h, 0) == CUDA_SUCCESS;
       release(h);  // a mapped allocation lives until unmapped
+      if (ok) v.unmapped &= ~(1u << i);
     }
-    if (!ok) {
-      if (i) unmap(p, i * piece);
-      afree(p, size);
+    *what = "cuMemSetAccess";  // (per piece: the range may have holes)
+    if (!ok || access(p + i * piece, piece, &a, 1) != CUDA_SUCCESS) {
+      vmmFree(v);
       return false;
     }
   }
-  out->ptr = reinterpret_cast<void*>(p);
-  out->size = size;
-  CUmemAccessDesc a{};
-  a.location = prop.location;
-  a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  *what = "cuMemSetAccess";
-  if (access(p, size, &a, 1) != CUDA_SUCCESS) {
-    vmmFree(*out);
-    *out = VmmAlloc{};
-    return false;
-  }
+  v.unmapped = unmapped & ((pieces == 32 ? 0u : 1u << pieces) - 1);
+  *out = v;
   return true;
 }
 #endif

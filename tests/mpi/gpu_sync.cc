@@ -1,0 +1,77 @@
+// A cudaMemcpy into a GPU buffer from pageable memory may return before its bytes land (CUDA's
+// "API synchronization behavior"), and programs call MPI right after it: the message must carry
+// those bytes, whether the buffer is new or already known to cgdr. Collectives (staged through
+// pinned memory) and point-to-point messages, fresh and reused buffers of each kind, sizes that
+// take different routes; every byte checked against a pattern per rank, round and offset.
+#include <mpi.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "testlib.hpp"
+
+namespace {
+
+// What a program writes: a pageable vector copied in with cudaMemcpy, no synchronization after.
+void copyIn(void* dst, std::uint32_t seed, std::size_t n) {
+  std::vector<std::uint8_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = t::pat(seed, i);
+  if (cudaMemcpy(dst, v.data(), n, cudaMemcpyHostToDevice) != cudaSuccess)
+    T_CHECK(false, "cudaMemcpy of %zu bytes: %s", n, cudaGetErrorString(cudaGetLastError()));
+}
+
+bool same(const t::Buf& b, std::size_t at, std::uint32_t seed, std::size_t n, const char* what, int round) {
+  auto v = b.get();
+  for (std::size_t i = 0; i < n; ++i)
+    if (v[at + i] != t::pat(seed, i)) {
+      T_CHECK(false, "%s, round %d (%zu bytes, %s buffer): byte %zu is 0x%02x, expected 0x%02x", what, round, n,
+              t::name(b.kind()), i, v[at + i], t::pat(seed, i));
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  auto pairs = t::kindPairs(argc, argv);
+  t::setup(pairs, "gpu_sync");
+  const int me = t::rank(), np = t::size(), peer = me ^ 1;
+  const int rounds = std::atoi(t::arg(argc, argv, "--rounds", "24").c_str());
+  const std::size_t sizes[] = {1, 4196, 65537};
+  const std::size_t most = 65537;
+  int msg = 0;
+  for (auto [sk, rk] : pairs) {
+    if (sk == t::Kind::H) continue;  // a host buffer has no copy in flight
+    t::Buf kept(sk, most);           // a buffer cgdr has seen before (after the first round)
+    for (int r = 0; r < rounds; ++r) {
+      std::size_t n = sizes[r % 3];
+      std::unique_ptr<t::Buf> fresh;
+      if (r % 2 == 0) fresh = std::make_unique<t::Buf>(sk, n);  // new, often where the last one was
+      void* src = fresh ? fresh->ptr() : kept.ptr();
+      // Collective: every rank's bytes, just copied in, in every rank's result.
+      ++msg;
+      copyIn(src, t::seedOf(me, msg), n);
+      t::Buf all(rk, n * np);
+      T_MPI(MPI_Allgather(src, static_cast<int>(n), MPI_BYTE, all.ptr(), static_cast<int>(n), MPI_BYTE,
+                          MPI_COMM_WORLD));
+      for (int q = 0; q < np; ++q)
+        if (!same(all, q * n, t::seedOf(q, msg), n, "allgather right after cudaMemcpy", r)) break;
+      // Point to point, both ways at once.
+      if (peer < np) {
+        ++msg;
+        copyIn(src, t::seedOf(me, msg), n);
+        t::Buf in(rk, n);
+        T_MPI(MPI_Sendrecv(src, static_cast<int>(n), MPI_BYTE, peer, msg, in.ptr(), static_cast<int>(n), MPI_BYTE,
+                           peer, msg, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        same(in, 0, t::seedOf(peer, msg), n, "sendrecv right after cudaMemcpy", r);
+      }
+    }
+  }
+  return t::finish("gpu_sync");
+}
