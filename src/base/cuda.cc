@@ -1,6 +1,5 @@
 #include "base/cuda.hpp"
 
-#include <atomic>
 #include <mutex>
 
 #include "base/config.hpp"
@@ -103,23 +102,14 @@ bool queryPointer(const void* ptr, bool withRange, PointerAttrs* out) {
   unsigned long long bufferId = 0;
   CUdeviceptr start = 0;
   size_t size = 0;
-  void* mapStart = nullptr;
-  size_t mapSize = 0;
-  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,       CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,    CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,  CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                 CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, CU_POINTER_ATTRIBUTE_MAPPING_SIZE};
-  void* data[] = {&memType, &isManaged, &ordinal, &bufferId, &start, &size, &mapStart, &mapSize};
-  // (The two mapping attributes add ~10 ns, measured on an H100; a driver that does not know them
-  // fails the whole query, and is then asked without them from then on.)
-  static std::atomic<bool> mappingKnown{true};
-  unsigned n = withRange ? (mappingKnown.load(std::memory_order_relaxed) ? 8 : 6) : 3;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* data[] = {&memType, &isManaged, &ordinal, &bufferId, &start, &size};
+  unsigned n = withRange ? 6 : 3;
   CUresult r = gGetAttrs(n, attrs, data, reinterpret_cast<CUdeviceptr>(ptr));
-  if (r != CUDA_SUCCESS && n == 8 && gGetAttrs(6, attrs, data, reinterpret_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS) {
-    mappingKnown.store(false, std::memory_order_relaxed);
-    mapSize = 0;
-    r = CUDA_SUCCESS;
-  }
   if (r != CUDA_SUCCESS) return false;
   PointerAttrs a;
   if (isManaged) a.type = PointerAttrs::Type::kManaged;
@@ -130,8 +120,6 @@ bool queryPointer(const void* ptr, bool withRange, PointerAttrs* out) {
   a.bufferId = bufferId;
   a.rangeStart = static_cast<std::uintptr_t>(start);
   a.rangeSize = size;
-  a.mappingStart = mapSize ? reinterpret_cast<std::uintptr_t>(mapStart) : 0;
-  a.mappingSize = mapSize;
   *out = a;
   return true;
 #else

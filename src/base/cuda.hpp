@@ -21,12 +21,10 @@ struct PointerAttrs {
   std::uint64_t bufferId = 0;      // unique per allocation, to tell a re-allocation apart
   std::uintptr_t rangeStart = 0;   // the allocation holding the address (for cuMem memory: the
   std::size_t rangeSize = 0;       //   whole reserved range, mapped or not)
-  std::uintptr_t mappingStart = 0; // the one mapping holding the address (for cudaMalloc: the
-  std::size_t mappingSize = 0;     //   driver's page of it or more); 0: the driver cannot say
 };
 
 // Asks the driver about ptr (cheap for device pointers, ~0.5 us for host pointers).
-// withRange also fetches buffer id, allocation range and mapping. Returns false if the query failed.
+// withRange also fetches buffer id and allocation range. Returns false if the query failed.
 bool queryPointer(const void* ptr, bool withRange, PointerAttrs* out);
 
 // Where the mapping holding ptr ends (its start plus size); 0 where nothing is mapped at ptr or

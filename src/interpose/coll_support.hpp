@@ -34,38 +34,35 @@ inline int blockingColl(MPI_Comm c, coll::Staging& st, const std::function<int()
   return coll::runBlocking(c, st, blocking);
 }
 
-// Non-blocking collective: with GPU buffers the user gets a cgdr request that copies results
-// back when it completes; otherwise the real request itself.
-inline int startColl(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
-                     const std::function<int(MPI_Request*)>& call) {
+// A non-blocking (Op = coll::CollOp) or persistent (Op = coll::PersistentCollOp: MPI_*_init,
+// each MPI_Start refreshes the staged inputs) collective: with GPU buffers the user gets a cgdr
+// request over the real one made on the staged buffers, which copies results back when it
+// completes; otherwise the real request itself. A refused buffer leaves MPI_REQUEST_NULL, as a
+// refused point-to-point call does.
+template <typename Op>
+int stagedRequest(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
+                  const std::function<int(MPI_Request*)>& call) {
   base::Status s = st->stageIn();
   if (!s.isOk()) {
-    *req = MPI_REQUEST_NULL;  // (as a refused point-to-point call leaves it)
+    *req = MPI_REQUEST_NULL;
     return base::raise(c, s);
   }
   if (!st->any()) return call(req);
   MPI_Request inner = MPI_REQUEST_NULL;
   int rc = call(&inner);
   if (rc != MPI_SUCCESS) return rc;
-  *req = engine::handles::add(std::make_unique<coll::CollOp>(std::move(st), inner, c));
+  *req = engine::handles::add(std::make_unique<Op>(std::move(st), inner, c));
   return MPI_SUCCESS;
 }
 
-// Persistent collective (MPI_*_init): the real persistent request is made on the staged
-// buffers; each MPI_Start refreshes the staged inputs.
+inline int startColl(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
+                     const std::function<int(MPI_Request*)>& call) {
+  return stagedRequest<coll::CollOp>(c, std::move(st), req, call);
+}
+
 inline int initColl(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
                     const std::function<int(MPI_Request*)>& call) {
-  base::Status s = st->stageIn();
-  if (!s.isOk()) {
-    *req = MPI_REQUEST_NULL;  // (as a refused point-to-point call leaves it)
-    return base::raise(c, s);
-  }
-  if (!st->any()) return call(req);
-  MPI_Request inner = MPI_REQUEST_NULL;
-  int rc = call(&inner);
-  if (rc != MPI_SUCCESS) return rc;
-  *req = engine::handles::add(std::make_unique<coll::PersistentCollOp>(std::move(st), inner, c));
-  return MPI_SUCCESS;
+  return stagedRequest<coll::PersistentCollOp>(c, std::move(st), req, call);
 }
 
 }  // namespace cgdr::interpose

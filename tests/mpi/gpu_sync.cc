@@ -28,7 +28,7 @@ bool same(const t::Buf& b, std::size_t at, std::uint32_t seed, std::size_t n, co
   auto v = b.get();
   for (std::size_t i = 0; i < n; ++i)
     if (v[at + i] != t::pat(seed, i)) {
-      T_CHECK(false, "%s, round %d (%zu bytes, %s buffer): byte %zu is 0x%02x, expected 0x%02x", what, round, n,
+      T_CHECK(false, "%s, round %d (%zu bytes into a %s buffer): byte %zu is 0x%02x, expected 0x%02x", what, round, n,
               t::name(b.kind()), i, v[at + i], t::pat(seed, i));
       return false;
     }

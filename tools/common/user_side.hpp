@@ -53,9 +53,12 @@ inline void vmmFree(const VmmAlloc& a) {
   auto afree = driverEntry<decltype(&cuMemAddressFree)>("cuMemAddressFree");
   auto d = reinterpret_cast<CUdeviceptr>(a.ptr);
   if (!a.ptr || !unmap || !afree) return;
-  if (a.unmapped == 0) unmap(d, a.size);  // mapped throughout ({ptr, size} says no more)
-  for (int i = 0; a.unmapped != 0 && i < a.pieces; ++i)
-    if (!(a.unmapped >> i & 1)) unmap(d + i * a.piece, a.piece);
+  if (a.unmapped == 0) {
+    unmap(d, a.size);  // mapped throughout (all that {ptr, size} says)
+  } else {
+    for (int i = 0; i < a.pieces; ++i)
+      if (!(a.unmapped >> i & 1)) unmap(d + i * a.piece, a.piece);
+  }
   afree(d, a.size);
 }
 
