@@ -16,7 +16,9 @@ namespace {
 Setting<bool> gSyncMemops("CGDR_CUDA_SYNC_MEMOPS", "1", "",
                           "Mark each GPU allocation MPI sees SYNC_MEMOPS, so that a cudaMemcpy into it from pageable "
                           "memory has landed before a message reads it (such a copy may return before its bytes land); "
-                          "0: the program synchronizes those copies itself before calling MPI.");
+                          "cuMem memory (the exportable heap's too), which takes no mark: the program's context flagged "
+                          "CU_CTX_SYNC_MEMOPS instead. 0: the program synchronizes those copies itself before calling "
+                          "MPI.");
 
 ChoiceSetting gUseCuda("CGDR_USE_CUDA", "auto", {"auto", "1", "0"},
                        "GPU support: auto (on when a GPU is usable), 1 (required), 0 (off).",
@@ -140,6 +142,73 @@ bool setSyncMemops(const void* ptr) {
          setAttr(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, reinterpret_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS;
 #else
   (void)ptr;
+  return false;
+#endif
+}
+
+bool setContextSyncMemops(int device, bool drainPending) {
+#if CGDR_HAVE_CUDA
+  if (!gSyncMemops.get()) return true;
+  if (!usable()) return false;
+  static const struct {
+    CUresult (*getCurrent)(CUcontext*);
+    CUresult (*getFlags)(unsigned*);
+    CUresult (*setFlags)(unsigned);  // CUDA 12.1
+    CUresult (*sync)();
+    CUresult (*deviceGet)(CUdevice*, int);
+    CUresult (*primaryState)(CUdevice, unsigned*, int*);
+    CUresult (*retain)(CUcontext*, CUdevice);
+    CUresult (*release)(CUdevice);
+    CUresult (*push)(CUcontext);
+    CUresult (*pop)(CUcontext*);
+  } f = {reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxGetCurrent")),
+         reinterpret_cast<CUresult (*)(unsigned*)>(driverEntry("cuCtxGetFlags")),
+         reinterpret_cast<CUresult (*)(unsigned)>(driverEntry("cuCtxSetFlags", 12010)),
+         reinterpret_cast<CUresult (*)()>(driverEntry("cuCtxSynchronize")),
+         reinterpret_cast<CUresult (*)(CUdevice*, int)>(driverEntry("cuDeviceGet")),
+         reinterpret_cast<CUresult (*)(CUdevice, unsigned*, int*)>(driverEntry("cuDevicePrimaryCtxGetState")),
+         reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(driverEntry("cuDevicePrimaryCtxRetain")),
+         reinterpret_cast<CUresult (*)(CUdevice)>(driverEntry("cuDevicePrimaryCtxRelease")),
+         reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxPushCurrent")),
+         reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxPopCurrent"))};
+  if (!f.getCurrent || !f.getFlags || !f.setFlags || !f.sync || !f.deviceGet || !f.primaryState || !f.retain ||
+      !f.release || !f.push || !f.pop)
+    return false;
+  static std::mutex m;  // (one thread's read-modify-write of the flags at a time)
+  std::lock_guard<std::mutex> lock(m);
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+  bool pushed = false;
+  if (f.getCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) {
+    // No context current in this thread: the primary context of the buffer's GPU, where the
+    // runtime made it (none is created here).
+    unsigned primaryFlags = 0;
+    int active = 0;
+    if (device < 0 || f.deviceGet(&dev, device) != CUDA_SUCCESS ||
+        f.primaryState(dev, &primaryFlags, &active) != CUDA_SUCCESS || !active || f.retain(&ctx, dev) != CUDA_SUCCESS)
+      return false;
+    if (f.push(ctx) != CUDA_SUCCESS) {
+      f.release(dev);
+      return false;
+    }
+    pushed = true;
+  }
+  unsigned flags = 0;
+  bool ok = f.getFlags(&flags) == CUDA_SUCCESS;
+  if (ok && !(flags & CU_CTX_SYNC_MEMOPS)) {
+    ok = f.setFlags(flags | CU_CTX_SYNC_MEMOPS) == CUDA_SUCCESS;
+    if (ok) CGDR_LOG(kInfo, kCuda, "context of GPU %d: synchronous copies made synchronous (CU_CTX_SYNC_MEMOPS)", device);
+    if (ok && drainPending) ok = f.sync() == CUDA_SUCCESS;
+  }
+  if (pushed) {
+    CUcontext popped = nullptr;
+    f.pop(&popped);
+    f.release(dev);
+  }
+  return ok;
+#else
+  (void)device;
+  (void)drainPending;
   return false;
 #endif
 }

@@ -55,8 +55,11 @@ __attribute__((format(printf, 2, 3))) base::Status refuse(base::Errc code, const
 // marked SYNC_MEMOPS the first time it is classified (the driver then waits for the copies still
 // pending, and later ones are synchronous as documented), as Open MPI does. Ids are never reused,
 // so the per-thread list of marked ones (a few ns to check) never goes stale; a miss costs one
-// driver call. (Managed memory: its copies are always synchronous.)
-void syncMemopsOnce(const void* p, std::uint64_t bufferId) {
+// driver call. The driver takes no mark on cuMem memory (a user's or the exportable heap's): the
+// context is flagged instead, which the first time waits for its work (the heap flags it when it
+// first grows, before any copy into its memory). (Managed memory: its copies are always
+// synchronous.)
+void syncMemopsOnce(const void* p, int device, std::uint64_t bufferId) {
   constexpr int kRecent = 16;
   thread_local std::uint64_t marked[kRecent];
   thread_local unsigned next = 0;
@@ -64,7 +67,8 @@ void syncMemopsOnce(const void* p, std::uint64_t bufferId) {
   for (std::uint64_t id : marked)
     if (id == bufferId) return;
   marked[next++ % kRecent] = bufferId;
-  if (!base::cuda::setSyncMemops(p)) CGDR_LOG(kDebug, kMem, "SYNC_MEMOPS not set on %p (driver refused)", p);
+  if (!base::cuda::setSyncMemops(p) && !base::cuda::setContextSyncMemops(device, true))
+    CGDR_LOG(kDebug, kMem, "SYNC_MEMOPS not set on %p nor on its context (driver refused)", p);
 }
 
 }  // namespace
@@ -128,7 +132,7 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
           mapped = next;
         }
       }
-      if (device) syncMemopsOnce(p, a.bufferId);
+      if (device) syncMemopsOnce(p, a.device, a.bufferId);
       return MemInfo{device ? MemKind::kDevice : MemKind::kManaged, a.device, a.bufferId, a.rangeStart,
                      a.rangeSize};
     }

@@ -149,6 +149,12 @@ out=$(run "pods, cudaMallocAsync from the exportable heap" -n 2 --gpus "$G" -- "
 grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: cudaMallocAsync buffers did not go zero-copy"
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: cudaMallocAsync buffers took the staging ring"
 grep -q "stats: exportable heap: [0-9]* cudaMalloc served, [1-9]" <<<"$out" || fail "pods: the heap served no cudaMallocAsync"
+# Copies from pageable memory still landing when MPI reads heap buffers across the pods: the
+# driver must take the SYNC_MEMOPS mark on the heap's cuMem memory.
+out=$(run "pods, MPI right after cudaMemcpy, heap buffers" -n 2 --gpus "$G" -x CGDR_CUDA_MALLOC_ASYNC=exportable \
+      -x CGDR_LOG_LEVEL=debug -x CGDR_LOG_SUBSYS=mem,shm -- "$T/gpu_sync_heap" --kinds DD,DH,AD,DA)
+grep -q "SYNC_MEMOPS not set" <<<"$out" && fail "pods: the driver refused the SYNC_MEMOPS mark on heap memory"
+grep -q "stats: exportable heap: [1-9][0-9]* cudaMalloc served, [1-9]" <<<"$out" || fail "pods: gpu_sync_heap's buffers not from the heap"
 out=$(run "pods, cudaMallocAsync heap off" -n 2 --gpus "$G" -x CGDR_CUDA_MALLOC_ASYNC=off -- "$T/gpu_heap" --alloc async --expect real)
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: CGDR_CUDA_MALLOC_ASYNC=off did not stage"
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
