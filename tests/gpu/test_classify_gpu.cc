@@ -2,9 +2,10 @@
 // owning GPU, pinned host memory as host, freed device memory as an error, counts past the end
 // of an allocation or into an unmapped hole of a reserved range as errors, and - the assumption
 // behind the host-range cache - that the CUDA driver's new mappings pass through mmap, which
-// cgdr sees.
+// cgdr sees; the SYNC_MEMOPS mark on cudaMalloc memory and the context's flag for cuMem memory.
 #include <gtest/gtest.h>
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <vector>
@@ -115,4 +116,44 @@ TEST_F(Gpu, HolesOfAReservedRange) {
     EXPECT_EQ(r.status().code(), base::Errc::kInvalidBuffer) << r.status().message();
   }
   user::vmmFree(v);
+}
+
+// A cudaMemcpy from pageable memory may return before its bytes land; the driver takes the
+// SYNC_MEMOPS mark that makes it wait on cudaMalloc memory but not on cuMem memory, whose first
+// classification flags the context CU_CTX_SYNC_MEMOPS instead (the flag cleared first here, as
+// other tests' cuMem buffers set it).
+TEST_F(Gpu, CuMemMemoryFlagsTheContextSyncMemops) {
+  using CtxFlags = CUresult (*)(unsigned*);
+  using SetCtxFlags = CUresult (*)(unsigned);
+  auto getFlags = reinterpret_cast<CtxFlags>(base::cuda::driverEntry("cuCtxGetFlags"));
+  auto setFlags = reinterpret_cast<SetCtxFlags>(base::cuda::driverEntry("cuCtxSetFlags", 12010));
+  if (!getFlags || !setFlags) GTEST_SKIP() << "the driver has no cuCtxSetFlags (CUDA 12.1)";
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
+  EXPECT_TRUE(base::cuda::setSyncMemops(d)) << "the driver refused the mark on cudaMalloc memory";
+  unsigned flags = 0;
+  ASSERT_EQ(getFlags(&flags), CUDA_SUCCESS);
+  ASSERT_EQ(setFlags(flags & ~unsigned{CU_CTX_SYNC_MEMOPS}), CUDA_SUCCESS);
+  ASSERT_TRUE(mem::classify(d, 4096).isOk());
+  ASSERT_EQ(getFlags(&flags), CUDA_SUCCESS);
+  EXPECT_FALSE(flags & CU_CTX_SYNC_MEMOPS) << "cudaMalloc memory takes the mark: the context is left alone";
+
+  user::VmmAlloc v;
+  const char* what = "";
+  ASSERT_TRUE(user::vmmAlloc(1 << 20, &v, &what)) << what;
+  bool marked = base::cuda::setSyncMemops(v.ptr);
+  if (marked) std::printf("note: this driver takes the SYNC_MEMOPS mark on cuMem memory\n");
+  ASSERT_TRUE(mem::classify(v.ptr, 1000).isOk());
+  ASSERT_EQ(getFlags(&flags), CUDA_SUCCESS);
+  if (!marked) {
+    EXPECT_TRUE(flags & CU_CTX_SYNC_MEMOPS) << "cuMem memory seen, the context not flagged";
+  }
+  unsigned runtimeFlags = 0;
+  ASSERT_EQ(cudaGetDeviceFlags(&runtimeFlags), cudaSuccess);
+  if (!marked) {
+    EXPECT_TRUE(runtimeFlags & cudaDeviceSyncMemops) << "the runtime does not see the context's flag";
+  }
+  EXPECT_TRUE(base::cuda::setContextSyncMemops(0, true));  // flagged already: nothing to wait for
+  user::vmmFree(v);
+  cudaFree(d);
 }
