@@ -55,10 +55,10 @@ __attribute__((format(printf, 2, 3))) base::Status refuse(base::Errc code, const
 // marked SYNC_MEMOPS the first time it is classified (the driver then waits for the copies still
 // pending, and later ones are synchronous as documented), as Open MPI does. Ids are never reused,
 // so the per-thread list of marked ones (a few ns to check) never goes stale; a miss costs one
-// driver call. The driver takes no mark on cuMem memory (a user's or the exportable heap's): the
-// context is flagged instead, which the first time waits for its work (the heap flags it when it
-// first grows, before any copy into its memory). (Managed memory: its copies are always
-// synchronous.)
+// driver call. The driver takes no mark on cuMem memory: the context is flagged instead, which
+// the first time waits for its work. (The exportable heap's buffers, cuMem memory too, are not
+// tried: the heap flags the context when it grows, before any copy into them. Managed memory: its
+// copies are always synchronous.)
 void syncMemopsOnce(const void* p, int device, std::uint64_t bufferId) {
   constexpr int kRecent = 16;
   thread_local std::uint64_t marked[kRecent];
@@ -132,7 +132,8 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
           mapped = next;
         }
       }
-      if (device) syncMemopsOnce(p, a.device, a.bufferId);
+      // (The heap's memory takes no mark: the heap flagged the context when it grew.)
+      if (device && heap == 0) syncMemopsOnce(p, a.device, a.bufferId);
       return MemInfo{device ? MemKind::kDevice : MemKind::kManaged, a.device, a.bufferId, a.rangeStart,
                      a.rangeSize};
     }
