@@ -14,10 +14,10 @@ namespace cgdr::base::cuda {
 namespace {
 
 Setting<bool> gSyncMemops("CGDR_CUDA_SYNC_MEMOPS", "1", "",
-                          "Mark each GPU allocation MPI sees SYNC_MEMOPS, so that a cudaMemcpy into it from pageable "
-                          "memory has landed before a message reads it (such a copy may return before its bytes land); "
-                          "cuMem memory (the exportable heap's too), which takes no mark: the program's context flagged "
-                          "CU_CTX_SYNC_MEMOPS instead. 0: the program synchronizes those copies itself before calling "
+                          "Mark each GPU allocation MPI sees SYNC_MEMOPS, so that a cudaMemcpy or cudaMemset into it "
+                          "(which may return before its bytes land) has landed before a message reads it; for cuMem "
+                          "memory (the exportable heap's too), which takes no mark, the program's context is flagged "
+                          "CU_CTX_SYNC_MEMOPS instead. 0: the program synchronizes those calls itself before calling "
                           "MPI.");
 
 ChoiceSetting gUseCuda("CGDR_USE_CUDA", "auto", {"auto", "1", "0"},
@@ -146,65 +146,79 @@ bool setSyncMemops(const void* ptr) {
 #endif
 }
 
+#if CGDR_HAVE_CUDA
+namespace {
+
+// The driver's context calls setContextSyncMemops needs; nullptr where one is missing
+// (cuCtxSetFlags: CUDA 12.1).
+struct CtxApi {
+  CUresult (*getCurrent)(CUcontext*);
+  CUresult (*getFlags)(unsigned*);
+  CUresult (*setFlags)(unsigned);
+  CUresult (*sync)();
+  CUresult (*deviceGet)(CUdevice*, int);
+  CUresult (*primaryState)(CUdevice, unsigned*, int*);
+  CUresult (*retain)(CUcontext*, CUdevice);
+  CUresult (*release)(CUdevice);
+  CUresult (*push)(CUcontext);
+  CUresult (*pop)(CUcontext*);
+};
+
+const CtxApi* ctxApi() {
+  static const CtxApi f = {
+      reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxGetCurrent")),
+      reinterpret_cast<CUresult (*)(unsigned*)>(driverEntry("cuCtxGetFlags")),
+      reinterpret_cast<CUresult (*)(unsigned)>(driverEntry("cuCtxSetFlags", 12010)),
+      reinterpret_cast<CUresult (*)()>(driverEntry("cuCtxSynchronize")),
+      reinterpret_cast<CUresult (*)(CUdevice*, int)>(driverEntry("cuDeviceGet")),
+      reinterpret_cast<CUresult (*)(CUdevice, unsigned*, int*)>(driverEntry("cuDevicePrimaryCtxGetState")),
+      reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(driverEntry("cuDevicePrimaryCtxRetain")),
+      reinterpret_cast<CUresult (*)(CUdevice)>(driverEntry("cuDevicePrimaryCtxRelease")),
+      reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxPushCurrent")),
+      reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxPopCurrent"))};
+  static const bool complete = f.getCurrent && f.getFlags && f.setFlags && f.sync && f.deviceGet &&
+                               f.primaryState && f.retain && f.release && f.push && f.pop;
+  return complete ? &f : nullptr;
+}
+
+// Sets CU_CTX_SYNC_MEMOPS on the current context (draining its work the first time if asked).
+bool flagCurrentContext(const CtxApi& f, int device, bool drainPending) {
+  unsigned flags = 0;
+  if (f.getFlags(&flags) != CUDA_SUCCESS) return false;
+  if (flags & CU_CTX_SYNC_MEMOPS) return true;
+  if (f.setFlags(flags | CU_CTX_SYNC_MEMOPS) != CUDA_SUCCESS) return false;
+  CGDR_LOG(kInfo, kCuda, "context of GPU %d flagged CU_CTX_SYNC_MEMOPS: its cudaMemcpy and cudaMemset calls now "
+           "return once done", device);
+  return !drainPending || f.sync() == CUDA_SUCCESS;
+}
+
+}  // namespace
+#endif
+
 bool setContextSyncMemops(int device, bool drainPending) {
 #if CGDR_HAVE_CUDA
   if (!gSyncMemops.get()) return true;
-  if (!usable()) return false;
-  static const struct {
-    CUresult (*getCurrent)(CUcontext*);
-    CUresult (*getFlags)(unsigned*);
-    CUresult (*setFlags)(unsigned);  // CUDA 12.1
-    CUresult (*sync)();
-    CUresult (*deviceGet)(CUdevice*, int);
-    CUresult (*primaryState)(CUdevice, unsigned*, int*);
-    CUresult (*retain)(CUcontext*, CUdevice);
-    CUresult (*release)(CUdevice);
-    CUresult (*push)(CUcontext);
-    CUresult (*pop)(CUcontext*);
-  } f = {reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxGetCurrent")),
-         reinterpret_cast<CUresult (*)(unsigned*)>(driverEntry("cuCtxGetFlags")),
-         reinterpret_cast<CUresult (*)(unsigned)>(driverEntry("cuCtxSetFlags", 12010)),
-         reinterpret_cast<CUresult (*)()>(driverEntry("cuCtxSynchronize")),
-         reinterpret_cast<CUresult (*)(CUdevice*, int)>(driverEntry("cuDeviceGet")),
-         reinterpret_cast<CUresult (*)(CUdevice, unsigned*, int*)>(driverEntry("cuDevicePrimaryCtxGetState")),
-         reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(driverEntry("cuDevicePrimaryCtxRetain")),
-         reinterpret_cast<CUresult (*)(CUdevice)>(driverEntry("cuDevicePrimaryCtxRelease")),
-         reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxPushCurrent")),
-         reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxPopCurrent"))};
-  if (!f.getCurrent || !f.getFlags || !f.setFlags || !f.sync || !f.deviceGet || !f.primaryState || !f.retain ||
-      !f.release || !f.push || !f.pop)
-    return false;
+  const CtxApi* f = usable() ? ctxApi() : nullptr;
+  if (!f) return false;
   static std::mutex m;  // (one thread's read-modify-write of the flags at a time)
   std::lock_guard<std::mutex> lock(m);
   CUcontext ctx = nullptr;
+  if (f->getCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) return flagCurrentContext(*f, device, drainPending);
+  // No context current in this thread: the primary context of the buffer's GPU, where the
+  // runtime made it (none is created here).
   CUdevice dev = 0;
-  bool pushed = false;
-  if (f.getCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) {
-    // No context current in this thread: the primary context of the buffer's GPU, where the
-    // runtime made it (none is created here).
-    unsigned primaryFlags = 0;
-    int active = 0;
-    if (device < 0 || f.deviceGet(&dev, device) != CUDA_SUCCESS ||
-        f.primaryState(dev, &primaryFlags, &active) != CUDA_SUCCESS || !active || f.retain(&ctx, dev) != CUDA_SUCCESS)
-      return false;
-    if (f.push(ctx) != CUDA_SUCCESS) {
-      f.release(dev);
-      return false;
-    }
-    pushed = true;
-  }
-  unsigned flags = 0;
-  bool ok = f.getFlags(&flags) == CUDA_SUCCESS;
-  if (ok && !(flags & CU_CTX_SYNC_MEMOPS)) {
-    ok = f.setFlags(flags | CU_CTX_SYNC_MEMOPS) == CUDA_SUCCESS;
-    if (ok) CGDR_LOG(kInfo, kCuda, "context of GPU %d: synchronous copies made synchronous (CU_CTX_SYNC_MEMOPS)", device);
-    if (ok && drainPending) ok = f.sync() == CUDA_SUCCESS;
-  }
-  if (pushed) {
+  unsigned primaryFlags = 0;
+  int active = 0;
+  if (device < 0 || f->deviceGet(&dev, device) != CUDA_SUCCESS ||
+      f->primaryState(dev, &primaryFlags, &active) != CUDA_SUCCESS || !active || f->retain(&ctx, dev) != CUDA_SUCCESS)
+    return false;
+  bool ok = f->push(ctx) == CUDA_SUCCESS;
+  if (ok) {
+    ok = flagCurrentContext(*f, device, drainPending);
     CUcontext popped = nullptr;
-    f.pop(&popped);
-    f.release(dev);
+    f->pop(&popped);
   }
+  f->release(dev);
   return ok;
 #else
   (void)device;
