@@ -192,6 +192,27 @@ bool flagCurrentContext(const CtxApi& f, int device, bool drainPending) {
   return !drainPending || f.sync() == CUDA_SUCCESS;
 }
 
+// Flags the context current in this thread, else the primary context of `device` where the
+// runtime made it (none is created here).
+bool flagContext(const CtxApi& f, int device, bool drainPending) {
+  CUcontext ctx = nullptr;
+  if (f.getCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) return flagCurrentContext(f, device, drainPending);
+  CUdevice dev = 0;
+  unsigned primaryFlags = 0;
+  int active = 0;
+  if (device < 0 || f.deviceGet(&dev, device) != CUDA_SUCCESS ||
+      f.primaryState(dev, &primaryFlags, &active) != CUDA_SUCCESS || !active || f.retain(&ctx, dev) != CUDA_SUCCESS)
+    return false;
+  bool ok = f.push(ctx) == CUDA_SUCCESS;
+  if (ok) {
+    ok = flagCurrentContext(f, device, drainPending);
+    CUcontext popped = nullptr;
+    f.pop(&popped);
+  }
+  f.release(dev);
+  return ok;
+}
+
 }  // namespace
 #endif
 
@@ -199,27 +220,16 @@ bool setContextSyncMemops(int device, bool drainPending) {
 #if CGDR_HAVE_CUDA
   if (!gSyncMemops.get()) return true;
   const CtxApi* f = usable() ? ctxApi() : nullptr;
-  if (!f) return false;
   static std::mutex m;  // (one thread's read-modify-write of the flags at a time)
   std::lock_guard<std::mutex> lock(m);
-  CUcontext ctx = nullptr;
-  if (f->getCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) return flagCurrentContext(*f, device, drainPending);
-  // No context current in this thread: the primary context of the buffer's GPU, where the
-  // runtime made it (none is created here).
-  CUdevice dev = 0;
-  unsigned primaryFlags = 0;
-  int active = 0;
-  if (device < 0 || f->deviceGet(&dev, device) != CUDA_SUCCESS ||
-      f->primaryState(dev, &primaryFlags, &active) != CUDA_SUCCESS || !active || f->retain(&ctx, dev) != CUDA_SUCCESS)
-    return false;
-  bool ok = f->push(ctx) == CUDA_SUCCESS;
-  if (ok) {
-    ok = flagCurrentContext(*f, device, drainPending);
-    CUcontext popped = nullptr;
-    f->pop(&popped);
-  }
-  f->release(dev);
-  return ok;
+  if (f && flagContext(*f, device, drainPending)) return true;
+  static bool warned = false;  // (m held)
+  if (!warned)
+    CGDR_LOG(kWarn, kMem, "SYNC_MEMOPS not set for cuMem memory of GPU %d (%s): a cudaMemcpy or cudaMemset into such "
+             "a buffer may still be landing when MPI reads it; synchronize before calling MPI", device,
+             f ? "the driver refused to flag the context" : "the driver has no cuCtxSetFlags, CUDA 12.1");
+  warned = true;
+  return false;
 #else
   (void)device;
   (void)drainPending;

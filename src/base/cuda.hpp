@@ -43,7 +43,8 @@ bool setSyncMemops(const void* ptr);
 // context current in this thread (else the primary context of `device`, where one is active) is
 // flagged CU_CTX_SYNC_MEMOPS (CUDA 12.1), so that the synchronous copies issued in it from then on
 // are; with drainPending, the first time, it waits for the context's work, copies issued before
-// the flag included. False where the driver cannot; nothing is done where CGDR_CUDA_SYNC_MEMOPS=0.
+// the flag included. False where the driver cannot (a warning, once, names why); nothing is done
+// where CGDR_CUDA_SYNC_MEMOPS=0.
 bool setContextSyncMemops(int device, bool drainPending);
 
 // Looks up a driver entry point by name (e.g. "cuMemCreate"); nullptr when absent.

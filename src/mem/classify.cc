@@ -67,8 +67,7 @@ void syncMemopsOnce(const void* p, int device, std::uint64_t bufferId) {
   for (std::uint64_t id : marked)
     if (id == bufferId) return;
   marked[next++ % kRecent] = bufferId;
-  if (!base::cuda::setSyncMemops(p) && !base::cuda::setContextSyncMemops(device, true))
-    CGDR_LOG(kDebug, kMem, "SYNC_MEMOPS not set on %p nor on its context (driver refused)", p);
+  if (!base::cuda::setSyncMemops(p)) (void)base::cuda::setContextSyncMemops(device, true);  // (warns once if not)
 }
 
 }  // namespace

@@ -85,8 +85,7 @@ bool grow(Heap& h, std::size_t n, int device) {
   if (!buf.isOk()) return false;
   // cuMem memory takes no SYNC_MEMOPS mark: the program's context is flagged before any copy
   // into the chunk can be pending (see mem::classify; once flagged, two driver calls).
-  if (!base::cuda::setContextSyncMemops(device, false))
-    CGDR_LOG(kDebug, kMem, "exportable heap: SYNC_MEMOPS not set on the context of GPU %d", device);
+  (void)base::cuda::setContextSyncMemops(device, false);  // (warns once if not)
   for (int d : peersOf(h, device)) {
     // Like cudaMalloc memory after cudaDeviceEnablePeerAccess: usable from the peer GPUs.
     if (base::Status st = buf.value().allowAccess(d); !st.isOk())

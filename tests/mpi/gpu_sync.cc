@@ -4,9 +4,8 @@
 // pinned memory) and point-to-point messages, fresh and reused buffers of each kind, sizes that
 // take different routes; every byte checked against a pattern per rank, round and offset.
 // "--how d2d" and "--how memset": a cudaMemcpy from another GPU buffer, or a cudaMemset (one value
-// per rank and message), queued behind a 64 MiB copy on the same stream, then MPI at once: what
-// the marks make of those (both asynchronous to the host as documented) - the program's to
-// synchronize, like kernels, where the test fails.
+// per rank and message), both asynchronous to the host as documented, queued behind a 64 MiB copy
+// on the same stream, then MPI at once: the message must carry them too.
 #include <mpi.h>
 
 #include <cuda_runtime.h>
