@@ -71,6 +71,42 @@ static void BM_ClassifyManaged(benchmark::State& state) { gpuLoop(state, true); 
 BENCHMARK(BM_ClassifyDevice);
 BENCHMARK(BM_ClassifyManaged);
 
+// N small buffers handed to MPI in turn, as a program with many live buffers does (PyTorch's
+// caching allocator, a ring of message buffers): each is marked SYNC_MEMOPS once, and classify
+// must remember which it marked for every one of them, or it asks the driver again each message.
+// cuMem: the user's own cuMem allocations (the driver takes no mark there: the context is flagged).
+static void cyclingLoop(benchmark::State& state, bool vmm) {
+  const int n = static_cast<int>(state.range(0));
+  std::vector<void*> bufs;
+  std::vector<user::VmmAlloc> vmms;
+  const char* what = "";
+  for (int i = 0; base::cuda::usable() && i < n; ++i) {
+    void* p = nullptr;
+    user::VmmAlloc v;
+    if (vmm ? user::vmmAlloc(1, &v, &what) : cudaMalloc(&p, 4096) == cudaSuccess) {
+      if (vmm) vmms.push_back(v);
+      bufs.push_back(vmm ? v.ptr : p);
+    }
+  }
+  if (static_cast<int>(bufs.size()) == n) {
+    std::size_t i = 0;
+    for (auto _ : state) {
+      auto r = mem::classify(bufs[i], 4096);
+      benchmark::DoNotOptimize(r);
+      if (++i == bufs.size()) i = 0;
+    }
+  } else {
+    state.SkipWithError("no GPU, or allocation failed");
+  }
+  for (const user::VmmAlloc& v : vmms) user::vmmFree(v);
+  if (!vmm)
+    for (void* p : bufs) cudaFree(p);
+}
+static void BM_ClassifyDeviceCycling(benchmark::State& state) { cyclingLoop(state, false); }
+static void BM_ClassifyVmmCycling(benchmark::State& state) { cyclingLoop(state, true); }
+BENCHMARK(BM_ClassifyDeviceCycling)->Arg(1)->Arg(16)->Arg(17)->Arg(64)->Arg(1000);
+BENCHMARK(BM_ClassifyVmmCycling)->Arg(1)->Arg(17)->Arg(64);
+
 // A buffer over N cuMem pieces mapped back to back in one reserved range (PyTorch's expandable
 // segments): the driver's range is the reservation, so classify walks the N mappings, one query
 // each, to know none is missing.

@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdint>
@@ -53,21 +54,22 @@ __attribute__((format(printf, 2, 3))) base::Status refuse(base::Errc code, const
 // wait for the program's: a message sent right after such a copy carried the buffer's old bytes
 // (seen on an H100: a collective right after cudaMemcpy sent zeros). Each device allocation is
 // marked SYNC_MEMOPS the first time it is classified (the driver then waits for the copies still
-// pending, and later ones are synchronous as documented), as Open MPI does. Ids are never reused,
-// so the per-thread list of marked ones (a few ns to check) never goes stale; a miss costs one
-// driver call. The driver takes no mark on cuMem memory: the context is flagged instead, which
-// the first time waits for its work. (The exportable heap's buffers, cuMem memory too, are not
-// tried: the heap flags the context when it grows, before any copy into them. Managed memory: its
-// copies are always synchronous.)
+// pending, and later ones are synchronous as documented), as Open MPI does. The driver takes no
+// mark on cuMem memory: the context is flagged instead, which the first time waits for its work.
+// (The exportable heap's buffers, cuMem memory too, are not tried: the heap flags the context when
+// it grows, before any copy into them. Managed memory: its copies are always synchronous.)
+// The ids marked are remembered in one table of the process, slot id mod its size: ids are never
+// reused, so an entry never goes stale, and the driver numbers allocations in turn, so the last
+// kMarked allocations made never evict one another. A miss (an evicted id, or two threads racing
+// on one slot) only costs the driver call again. (Release/acquire: an id seen here was marked.)
 void syncMemopsOnce(const void* p, int device, std::uint64_t bufferId) {
-  constexpr int kRecent = 16;
-  thread_local std::uint64_t marked[kRecent];
-  thread_local unsigned next = 0;
+  constexpr std::size_t kMarked = 1024;
+  static std::atomic<std::uint64_t> marked[kMarked];
   if (bufferId == 0) return;
-  for (std::uint64_t id : marked)
-    if (id == bufferId) return;
-  marked[next++ % kRecent] = bufferId;
+  std::atomic<std::uint64_t>& slot = marked[bufferId % kMarked];
+  if (slot.load(std::memory_order_acquire) == bufferId) return;
   if (!base::cuda::setSyncMemops(p)) (void)base::cuda::setContextSyncMemops(device, true);  // (warns once if not)
+  slot.store(bufferId, std::memory_order_release);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "base/cuda.hpp"
@@ -116,6 +118,36 @@ TEST_F(Gpu, HolesOfAReservedRange) {
     EXPECT_EQ(r.status().code(), base::Errc::kInvalidBuffer) << r.status().message();
   }
   user::vmmFree(v);
+}
+
+// Many live buffers handed to MPI in turn (more than any short list of recent ones): each gets
+// the SYNC_MEMOPS mark, and the driver numbers them in turn, so the table of marked ids (slot id
+// mod 1024) holds them all without a collision and none is marked twice.
+TEST_F(Gpu, ManyBuffersAreEachMarkedSyncMemops) {
+  using GetAttr = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+  auto getAttr = reinterpret_cast<GetAttr>(base::cuda::driverEntry("cuPointerGetAttribute"));
+  ASSERT_NE(getAttr, nullptr);
+  constexpr int kBuffers = 200;
+  std::vector<void*> bufs(kBuffers, nullptr);
+  std::vector<std::uint64_t> slots;
+  for (void*& p : bufs) {
+    ASSERT_EQ(cudaMalloc(&p, 4096 + 512 * (slots.size() % 5)), cudaSuccess);
+    auto r = mem::classify(p, 4096);
+    ASSERT_TRUE(r.isOk()) << r.status().message();
+    slots.push_back(r.value().bufferId % 1024);
+  }
+  for (int round = 0; round < 2; ++round)  // (the second round: all still marked, none refused)
+    for (int i = 0; i < kBuffers; ++i) {
+      ASSERT_TRUE(mem::classify(bufs[i], 4096).isOk());
+      unsigned marked = 0;
+      ASSERT_EQ(getAttr(&marked, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, reinterpret_cast<CUdeviceptr>(bufs[i])),
+                CUDA_SUCCESS);
+      EXPECT_EQ(marked, 1u) << "buffer " << i << " of " << kBuffers << " was classified but not marked";
+    }
+  std::sort(slots.begin(), slots.end());
+  EXPECT_EQ(std::unique(slots.begin(), slots.end()), slots.end())
+      << "consecutive allocations share a slot of the marked-id table: the driver's ids are not in turn";
+  for (void* p : bufs) cudaFree(p);
 }
 
 // A cudaMemcpy from pageable memory may return before its bytes land; the driver takes the
