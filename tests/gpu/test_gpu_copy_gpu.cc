@@ -161,3 +161,68 @@ TEST_F(GpuCopyOrder, PassAsksOncePerStreamAndDoneMeansLanded) {
   cudaFree(bsrc);
   cudaFree(bdst);
 }
+
+// Copies through the copy graphs (Issue::kGraph), the same `count` copies of distinct regions in
+// several rounds with new bytes each round: every byte lands each round, no copy falls back to a
+// plain one, and - where the copies fit in the graphs kept per stream (CGDR_CUDA_COPY_GRAPHS,
+// 128) - every copy of a later round launches its graph unchanged. Where they do not, some still do (a graph to re-point
+// is taken at random, so a cycle of more copies than graphs is not evicted in its own order).
+// The graphs' memory on the GPU is printed.
+void graphRounds(int count, bool fits, mem::CopyDir dir) {
+  const std::size_t sizes[] = {1, 3, 255, 4096 + 5, 65536 + 13, 7, 100003, 9};
+  std::vector<std::size_t> size, offset;
+  std::size_t total = 0;
+  for (int k = 0; k < count; ++k) {
+    size.push_back(sizes[k % 8]);
+    offset.push_back(total);
+    total += (size.back() + 255) / 256 * 256;
+  }
+  char *src = nullptr, *dst = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, total), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, total), cudaSuccess);
+  const mem::CopyIds ids{mem::copyId(1, reinterpret_cast<std::uintptr_t>(dst)),
+                         mem::copyId(2, reinterpret_cast<std::uintptr_t>(src))};
+  std::vector<std::uint8_t> h(total), back(total);
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < count; ++k)
+      for (std::size_t i = 0; i < size[k]; ++i) h[offset[k] + i] = pattern(k + 1000 * round, i);
+    ASSERT_EQ(cudaMemcpy(src, h.data(), total, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dst, 0, total), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    mem::CopyCounts before = mem::copyCounts();
+    std::size_t freeBefore = 0, freeAfter = 0, gpuTotal = 0;
+    ASSERT_EQ(cudaMemGetInfo(&freeBefore, &gpuTotal), cudaSuccess);
+    std::vector<mem::GpuCopy> c(count);
+    for (int k = 0; k < count; ++k)
+      ASSERT_TRUE(c[k].start(dst + offset[k], src + offset[k], size[k], 0, dir, mem::Issue::kGraph, ids)
+                      .isOk());
+    for (auto& x : c) ASSERT_TRUE(x.wait().isOk());
+    mem::CopyCounts after = mem::copyCounts();
+    ASSERT_EQ(cudaMemGetInfo(&freeAfter, &gpuTotal), cudaSuccess);
+    if (round == 0)
+      std::printf("%d copies, round 0: %llu new graphs or re-pointed, GPU memory free %+lld KiB\n", count,
+                  after.graph - before.graph,
+                  (static_cast<long long>(freeAfter) - static_cast<long long>(freeBefore)) / 1024);
+    EXPECT_EQ(after.plain - before.plain, 0u) << "round " << round << ": copies the graphs did not take";
+    EXPECT_EQ(after.graph - before.graph, static_cast<unsigned long long>(count)) << "round " << round;
+    unsigned long long repeated = after.repeated - before.repeated;
+    if (round > 0 && fits) {
+      EXPECT_EQ(repeated, static_cast<unsigned long long>(count)) << "round " << round << ": graphs re-pointed";
+    }
+    if (round > 0 && !fits) {
+      EXPECT_GT(repeated, 0u) << "round " << round << ": every graph re-pointed";
+    }
+    if (round > 0) std::printf("%d copies, round %d: %llu graphs launched unchanged\n", count, round, repeated);
+    ASSERT_EQ(cudaMemcpy(back.data(), dst, total, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int k = 0; k < count; ++k)
+      for (std::size_t i = 0; i < size[k]; ++i)
+        if (back[offset[k] + i] != pattern(k + 1000 * round, i))
+          FAIL() << "round " << round << " copy " << k << " byte " << i << " of " << size[k] << " wrong";
+  }
+  cudaFree(src);
+  cudaFree(dst);
+}
+
+// (Each on a stream of its own: the graphs are kept per stream for the process's life.)
+TEST_F(GpuCopyOrder, GraphCopiesRepeatedWhereTheyFit) { graphRounds(100, true, mem::CopyDir::kStage); }
+TEST_F(GpuCopyOrder, GraphCopiesBeyondTheGraphsKeptStillLand) { graphRounds(300, false, mem::CopyDir::kPeer); }

@@ -26,6 +26,7 @@ struct Options {
   int iters = -1, warmup = -1;          // -1: OSU's defaults by message size
   int itersLarge = -1, warmupLarge = -1;
   int window = 64;
+  int buffers = 1;                      // -B: messages use this many buffers per side in turn
   bool windowGiven = false;
   bool validate = false;
   bool full = false;                    // -f: min/max/iterations columns, as OSU

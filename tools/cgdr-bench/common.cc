@@ -201,6 +201,7 @@ void printHeader(const Options& o, const Report& r, bool collective) {
   } else {
     std::printf("# Send Buffer on %s (%s) and Receive Buffer on %s (%s)\n", locName(o.send), locLetter(o.send),
                 locName(o.recv), locLetter(o.recv));
+    if (o.buffers > 1) std::printf("# %d buffers per side, each message the next one\n", o.buffers);
     std::printf("%-10s%18s\n", "# Size", r.unit.c_str());
   }
   std::fflush(stdout);

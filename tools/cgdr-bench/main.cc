@@ -26,6 +26,8 @@ void usage() {
       "  -i N[:L]         iterations (small[:large messages]; default 10000:1000, bw/bibw 100:20, as OSU)\n"
       "  -x N[:L]         warm-up iterations (default 100:10, bw/bibw 10:2)\n"
       "  -W N             window size for bw/bibw (default 64)\n"
+      "  -B N             point-to-point: N buffers per side, each message the next one (default 1;\n"
+      "                   as a program with many live buffers, e.g. PyTorch's cached blocks)\n"
       "  -c               validate the data of each size\n"
       "  -f               collectives: also min/max latency over ranks and iterations\n"
       "  --json FILE      also write the results as JSON (- for stdout)\n"
@@ -68,6 +70,12 @@ bool parse(int argc, char** argv, bench::Options& o) {
     } else if (a == "-W") {
       o.window = std::atoi(next());
       o.windowGiven = true;
+    } else if (a == "-B") {
+      o.buffers = std::atoi(next());
+      if (o.buffers < 1) {
+        std::fprintf(stderr, "cgdr-bench: -B needs a count of at least 1\n");
+        std::exit(2);
+      }
     } else if (a == "-f") {
       o.full = true;
     } else if (a == "-c") {

@@ -1,6 +1,7 @@
 // OSU-style point-to-point benchmarks: latency (ping-pong), bw (windowed uni-directional) and
 // bibw (windowed bi-directional), between ranks 0 and 1.
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 #include "bench.hpp"
@@ -8,7 +9,16 @@
 namespace bench {
 namespace {
 
-double latency(const Options& o, Buffer& s, Buffer& r, std::size_t size, int me) {
+// A side's buffers (-B): message k uses the k-th modulo their count.
+struct Buffers {
+  std::vector<std::unique_ptr<Buffer>> all;
+  Buffers(Loc l, std::size_t bytes, int count) {
+    for (int i = 0; i < count; ++i) all.push_back(std::make_unique<Buffer>(l, bytes));
+  }
+  void* operator[](long k) const { return all[static_cast<std::size_t>(k) % all.size()]->data(); }
+};
+
+double latency(const Options& o, const Buffers& s, const Buffers& r, std::size_t size, int me) {
   int iters = itersFor(o, size), skip = warmupFor(o, size);
   int n = static_cast<int>(size);
   double t0 = 0;
@@ -16,17 +26,17 @@ double latency(const Options& o, Buffer& s, Buffer& r, std::size_t size, int me)
   for (int i = 0; i < iters + skip; ++i) {
     if (i == skip) t0 = MPI_Wtime();
     if (me == 0) {
-      MPI_Send(s.data(), n, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-      MPI_Recv(r.data(), n, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(s[i], n, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+      MPI_Recv(r[i], n, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (me == 1) {
-      MPI_Recv(r.data(), n, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(s.data(), n, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+      MPI_Recv(r[i], n, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(s[i], n, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
     }
   }
   return (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
 }
 
-double bandwidth(const Options& o, Buffer& s, Buffer& r, std::size_t size, int me, bool bidir) {
+double bandwidth(const Options& o, const Buffers& s, const Buffers& r, std::size_t size, int me, bool bidir) {
   int iters = itersFor(o, size), skip = warmupFor(o, size);
   int n = static_cast<int>(size), w = o.window;
   std::vector<MPI_Request> reqs(2 * w);
@@ -39,9 +49,9 @@ double bandwidth(const Options& o, Buffer& s, Buffer& r, std::size_t size, int m
     int peer = 1 - me;
     int k = 0;
     if (bidir || me == 1)
-      for (int j = 0; j < w; ++j) MPI_Irecv(r.data(), n, MPI_CHAR, peer, 100, MPI_COMM_WORLD, &reqs[k++]);
+      for (int j = 0; j < w; ++j) MPI_Irecv(r[j], n, MPI_CHAR, peer, 100, MPI_COMM_WORLD, &reqs[k++]);
     if (bidir || me == 0)
-      for (int j = 0; j < w; ++j) MPI_Isend(s.data(), n, MPI_CHAR, peer, 100, MPI_COMM_WORLD, &reqs[k++]);
+      for (int j = 0; j < w; ++j) MPI_Isend(s[j], n, MPI_CHAR, peer, 100, MPI_COMM_WORLD, &reqs[k++]);
     MPI_Waitall(k, reqs.data(), MPI_STATUSES_IGNORE);
     if (!bidir) {
       if (me == 0) MPI_Recv(ack, 4, MPI_CHAR, 1, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -53,8 +63,10 @@ double bandwidth(const Options& o, Buffer& s, Buffer& r, std::size_t size, int m
   return t > 0 ? bytes / 1e6 / t : 0;
 }
 
-// One exchange with patterns checked on the receiving side (OSU's -c).
-bool validate(Buffer& s, Buffer& r, std::size_t size, int me) {
+// One exchange with patterns checked on the receiving side (OSU's -c), in the size's buffers.
+bool validate(const Buffers& ss, const Buffers& rs, std::size_t size, int me) {
+  Buffer& s = *ss.all[size % ss.all.size()];
+  Buffer& r = *rs.all[size % rs.all.size()];
   int n = static_cast<int>(size);
   int ok = 1;
   if (me == 0) {
@@ -80,7 +92,7 @@ int runPt2pt(const Options& o) {
     return 2;
   }
   // Rank 0 sends from `send` and receives into `recv`; rank 1 the same, as OSU does.
-  Buffer s(o.send, o.maxSize), r(o.recv, o.maxSize);
+  Buffers s(o.send, o.maxSize, o.buffers), r(o.recv, o.maxSize, o.buffers);
   Report rep;
   rep.title = o.test == "latency" ? "Latency Test" : o.test == "bw" ? "Bandwidth Test" : "Bi-Directional Bandwidth Test";
   rep.unit = o.test == "latency" ? "Latency (us)" : "Bandwidth (MB/s)";
