@@ -13,6 +13,7 @@
 #include "base/cuda.hpp"
 #include "base/log.hpp"
 #include "mem/host_cache.hpp"
+#include "mem/vmm.hpp"
 #include "mem/vmm_heap.hpp"
 
 namespace cgdr::mem {
@@ -113,15 +114,15 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
                       p, n, heap > 0 ? "cudaMalloc" : "GPU", static_cast<std::size_t>(end - addr));
       // A reserved range is one range to the driver however much of it is mapped: past the mapping
       // holding p, each next one must begin where the last ends until the buffer's end, or a copy
-      // faults or the driver refuses it mid-message. Mappings start and end on the allocation
-      // granularity (2 MiB on the H100; never below 64 KiB), so a buffer inside one 64 KiB block -
+      // faults or the driver refuses it mid-message. Mappings start and end on the device's
+      // allocation granularity (asked once: 2 MiB on an H100), so a buffer inside one such block -
       // every small message - cannot cross one and is not asked about. Otherwise one query per
       // mapping (~95 ns on an H100, BM_ClassifyDevicePieces): one for cudaMalloc memory (one mapping
       // from 4 KiB to 64 MiB, measured), 13 for 256 MiB of PyTorch's 20 MiB pieces. (Managed
       // memory is one range; where the driver cannot name the first mapping nothing is refused.)
-      constexpr std::uintptr_t kMinGranule = 64 * 1024;
       std::uintptr_t last = addr + n;
-      if (device && heap == 0 && (addr & ~(kMinGranule - 1)) != ((last - 1) & ~(kMinGranule - 1))) {
+      std::uintptr_t block = device && heap == 0 ? ~(mappingGranule(a.device) - 1) : 0;
+      if (device && heap == 0 && (addr & block) != ((last - 1) & block)) {
         std::uintptr_t mapped = base::cuda::mappingEnd(addr);
         while (mapped != 0 && mapped < last) {
           std::uintptr_t next = base::cuda::mappingEnd(mapped);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 
 #include "base/cuda_driver.hpp"
@@ -158,6 +159,28 @@ bool exportable(const void* p, std::size_t n, Exportable* info) {
   return true;
 }
 
+std::size_t mappingGranule(int device) {
+  constexpr std::size_t kPage = 4096;
+  constexpr int kDevices = 64;
+  static std::atomic<std::size_t> known[kDevices];
+  if (device < 0 || device >= kDevices) return kPage;
+  std::size_t g = known[device].load(std::memory_order_relaxed);
+  if (g) return g;
+  g = kPage;
+  CUmemAllocationProp p{};
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = device;
+  std::size_t q = 0;
+  const base::cuda::Driver* d = base::cuda::driver();
+  if (d && d->memGranularity(&q, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && q > kPage &&
+      (q & (q - 1)) == 0)
+    g = q;
+  CGDR_LOG(kDebug, kMem, "GPU %d: cuMem mappings start and end on multiples of %zu bytes", device, g);
+  known[device].store(g, std::memory_order_relaxed);
+  return g;
+}
+
 #else
 VmmBuffer& VmmBuffer::operator=(VmmBuffer&&) noexcept { return *this; }
 void VmmBuffer::reset() {}
@@ -171,6 +194,7 @@ base::Result<VmmBuffer> VmmBuffer::import(int fd, std::size_t, int) {
 int VmmBuffer::exportFd() const { return -1; }
 base::Status VmmBuffer::allowAccess(int) const { return base::Status(base::Errc::kUnsupported, "built without CUDA"); }
 bool exportable(const void*, std::size_t, Exportable*) { return false; }
+std::size_t mappingGranule(int) { return 4096; }
 #endif
 
 }  // namespace cgdr::mem

@@ -52,4 +52,9 @@ struct Exportable {
 // handle type; such memory can be handed to a peer without a copy.
 bool exportable(const void* p, std::size_t n, Exportable* info);
 
+// The size every cuMem mapping of GPU `device` starts and ends on a multiple of: the driver's
+// minimum allocation granularity there (2 MiB on an H100), asked once; a page (4 KiB) where the
+// driver cannot say (or names no power of two), which is never wrong, only slower.
+std::size_t mappingGranule(int device);
+
 }  // namespace cgdr::mem

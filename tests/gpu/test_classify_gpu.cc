@@ -15,6 +15,7 @@
 #include "base/cuda.hpp"
 #include "mem/classify.hpp"
 #include "mem/host_cache.hpp"
+#include "mem/vmm.hpp"
 #include "user_side.hpp"
 
 using namespace cgdr;
@@ -117,6 +118,27 @@ TEST_F(Gpu, HolesOfAReservedRange) {
     ASSERT_FALSE(r.isOk()) << "a pointer " << at << " bytes into a range whose piece there is unmapped";
     EXPECT_EQ(r.status().code(), base::Errc::kInvalidBuffer) << r.status().message();
   }
+  user::vmmFree(v);
+}
+
+// Classify asks about the mappings past a buffer's first only where the buffer spans two blocks of
+// the device's granularity: that is the size cuMem pieces come in (one of 1 byte is one block), a
+// power of two of at least a page, and a buffer crossing only into the next block's first byte is
+// still walked (its last byte in an unmapped piece refused).
+TEST_F(Gpu, MappingGranuleIsTheDriversGranularity) {
+  user::VmmAlloc v;  // pieces 0 mapped, 1 not
+  const char* what = "";
+  ASSERT_TRUE(user::vmmAlloc(1, &v, &what, 2, 0b10)) << what;
+  const std::size_t g = mem::mappingGranule(0);
+  EXPECT_EQ(g, v.piece) << "one piece of 1 byte is one granule";
+  EXPECT_GE(g, 4096u);
+  EXPECT_EQ(g & (g - 1), 0u) << g << " is no power of two";
+  EXPECT_EQ(mem::mappingGranule(-1), 4096u);
+  char* p = static_cast<char*>(v.ptr);
+  EXPECT_TRUE(mem::classify(p + g - 100, 100).isOk());
+  auto r = mem::classify(p + g - 100, 101);
+  ASSERT_FALSE(r.isOk()) << "one byte into the unmapped piece";
+  EXPECT_EQ(r.status().code(), base::Errc::kBufferHole) << r.status().message();
   user::vmmFree(v);
 }
 
