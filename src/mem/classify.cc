@@ -73,6 +73,11 @@ void syncMemopsOnce(const void* p, int device, std::uint64_t bufferId) {
   slot.store(bufferId, std::memory_order_release);
 }
 
+// Whether [addr, last) reaches into two blocks of `block` bytes (a power of two).
+bool spansBlocks(std::uintptr_t addr, std::uintptr_t last, std::size_t block) {
+  return (addr & ~(block - 1)) != ((last - 1) & ~(block - 1));
+}
+
 }  // namespace
 
 bool cpuReadable(const void* p, std::size_t n) {
@@ -121,8 +126,7 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
       // from 4 KiB to 64 MiB, measured), 13 for 256 MiB of PyTorch's 20 MiB pieces. (Managed
       // memory is one range; where the driver cannot name the first mapping nothing is refused.)
       std::uintptr_t last = addr + n;
-      std::uintptr_t block = device && heap == 0 ? ~(mappingGranule(a.device) - 1) : 0;
-      if (device && heap == 0 && (addr & block) != ((last - 1) & block)) {
+      if (device && heap == 0 && spansBlocks(addr, last, mappingGranule(a.device))) {
         std::uintptr_t mapped = base::cuda::mappingEnd(addr);
         while (mapped != 0 && mapped < last) {
           std::uintptr_t next = base::cuda::mappingEnd(mapped);

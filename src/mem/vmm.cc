@@ -167,10 +167,8 @@ std::size_t mappingGranule(int device) {
   std::size_t g = known[device].load(std::memory_order_relaxed);
   if (g) return g;
   g = kPage;
-  CUmemAllocationProp p{};
-  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.location.id = device;
+  CUmemAllocationProp p = propsFor(device);
+  p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;  // (any device memory, exportable or not)
   std::size_t q = 0;
   const base::cuda::Driver* d = base::cuda::driver();
   if (d && d->memGranularity(&q, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && q > kPage &&
