@@ -114,7 +114,7 @@ int engineRecvBlocking(const base::RecvArgs& a, const CommInfo& c, bool mixed, M
   if (!mixed && a.peer >= 0 && e.tryRecvNow(a, c, st, &rc, &seen)) return rc;
   auto target = RecvTarget::prepare(a.buf, a.count, a.type, seen);
   if (!target.isOk()) return raise(a.comm, target.status());
-  std::uint64_t tracedBefore = e.lastRecvDone;  // CGDR_TRACE_GPU: a traced receive sets a new time
+  std::uint64_t tracedBefore = ShmEngine::tracing() ? e.lastRecvDone.load() : 0;  // a traced receive sets a new time
   int result;
   {
     ShmRecv op(e, a, c, std::move(target.value()), mixed);
@@ -122,8 +122,8 @@ int engineRecvBlocking(const base::RecvArgs& a, const CommInfo& c, bool mixed, M
     if (!op.poll()) waitFor(op);
     result = finishBlocking(op, st);
   }
-  if (ShmEngine::tracing() && e.lastRecvDone && e.lastRecvDone != tracedBefore)
-    e.trace(ShmEngine::kTrRecvReturn, e.lastRecvDone);
+  if (std::uint64_t done = ShmEngine::tracing() ? e.lastRecvDone.load() : 0; done && done != tracedBefore)
+    e.trace(ShmEngine::kTrRecvReturn, done);
   return result;
 }
 
@@ -224,7 +224,7 @@ int send(const base::SendArgs& a) {
     sched::tracer().count(c->world[a.peer], false);
     std::optional<mem::MemInfo> seen;
     if (ShmEngine::get()->trySendNow(a, *c, c->peer[a.peer], &rc, &seen)) {
-      ShmEngine::get()->sendEntered = 0;  // no envelope of a GPU message follows to be traced
+      if (ShmEngine::tracing()) ShmEngine::get()->sendEntered = 0;  // no GPU envelope follows to be traced
       return rc;
     }
     base::SendArgs b = a;

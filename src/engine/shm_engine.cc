@@ -207,8 +207,8 @@ void ShmEngine::adopt(std::unique_ptr<base::Op> op) { adopted_.push_back(std::mo
 namespace {
 base::Setting<bool> gTrace("CGDR_TRACE_GPU", "0", "",
                            "Measure where GPU rendezvous messages spend their time; with CGDR_STATS=1 the median "
-                           "and mean of each step are printed at the end (a tuning tool for single-threaded runs: "
-                           "its counters are not atomic).");
+                           "and mean of each step are printed at the end (a tuning tool: with several threads "
+                           "calling MPI their steps are pooled).");
 }  // namespace
 
 bool ShmEngine::tracing() {

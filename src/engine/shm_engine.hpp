@@ -218,10 +218,12 @@ class ShmEngine {
   };
   static bool tracing();
   static std::uint64_t traceNow();  // ns, CLOCK_MONOTONIC (the same in every namespace of a host)
-  std::uint64_t lastRecvDone = 0;  // CGDR_TRACE_GPU: when the last traced receive completed
-  std::uint64_t sendEntered = 0;   // CGDR_TRACE_GPU: when the current send's MPI call was entered
+  // CGDR_TRACE_GPU only (zero otherwise); atomic: MPI_THREAD_MULTIPLE callers read and clear them.
+  std::atomic<std::uint64_t> lastRecvDone{0};  // when the last traced receive completed
+  std::atomic<std::uint64_t> sendEntered{0};   // when the current send's MPI call was entered
   void trace(TracePoint p, std::uint64_t since) {
     std::uint64_t t = traceNow(), d = t > since ? t - since : 0;
+    std::lock_guard lock(traceLock_);  // steps are traced from every thread that sends or receives
     traceSum_[p] += d;
     ++traceCount_[p];
     if (traceSamples_[p].size() < kTraceSamples)
@@ -232,6 +234,7 @@ class ShmEngine {
   static constexpr std::size_t kTraceSamples = 1 << 20;  // per point: medians of the first million
   std::uint64_t traceSum_[kTrCount] = {}, traceCount_[kTrCount] = {};
   std::vector<std::uint32_t> traceSamples_[kTrCount];
+  std::mutex traceLock_;
   std::uint64_t lastMsgId_ = 0;
   int lastCtx_ = -1;                 // one-entry cache of the queues of the last context used
   CtxQueues* lastQueues_ = nullptr;

@@ -47,14 +47,10 @@ bool ShmSend::tryPost() {
   bool sync = mode_ == base::SendMode::kSync;
   bool gpu = n > 0 && data_.mem().onGpu();
   std::uint64_t t0 = gpu && ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
-  if (t0 && e_.lastRecvDone) {
-    e_.trace(ShmEngine::kTrTurnaround, e_.lastRecvDone);
-    e_.lastRecvDone = 0;
-  }
-  if (e_.sendEntered) {  // this send's MPI call: traced where it is a GPU message, forgotten anyway
-    if (t0) e_.trace(ShmEngine::kTrSendEntry, e_.sendEntered);
-    e_.sendEntered = 0;
-  }
+  if (std::uint64_t done = t0 ? e_.lastRecvDone.exchange(0) : 0) e_.trace(ShmEngine::kTrTurnaround, done);
+  // This send's MPI call: traced where it is a GPU message, forgotten anyway.
+  if (std::uint64_t entered = ShmEngine::tracing() ? e_.sendEntered.exchange(0) : 0; entered && t0)
+    e_.trace(ShmEngine::kTrSendEntry, entered);
   bool none = false;
   if (gpu && tryClaim(t0, &none)) return true;
   if (none && awaitAdvert()) return false;  // queued meanwhile: progress tries again
