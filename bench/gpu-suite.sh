@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests pods hostperf compare smallrep tune probe alloc mps visprobe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep tune probe alloc mps visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -41,10 +41,10 @@ if has env 10; then
   say "env: $(nvidia-smi -L 2>/dev/null | wc -l) GPUs; $(mpirun --version 2>/dev/null | head -1)"
 fi
 
+prefix=()
+[ -d "$top/.deps" ] && prefix=(-DCMAKE_PREFIX_PATH="$top/.deps")
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 if has build 100; then
-  prefix=()
-  [ -d "$top/.deps" ] && prefix=(-DCMAKE_PREFIX_PATH="$top/.deps")
-  gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   if cmake -S "$top" -B "$build" "${gen[@]}" "${prefix[@]}" -DCGDR_MPI=openmpi \
        -DMPI_C_COMPILER="$(command -v mpicc)" > "$logs/build.log" 2>&1 &&
      cmake --build "$build" -j"$(nproc)" >> "$logs/build.log" 2>&1; then
@@ -66,6 +66,28 @@ if has tests 60; then
   if [[ " $steps " == *" hosttests "* ]]; then
     (cd "$build" && timeout 150 ctest -L "unit|mpi" -j8 --timeout 120 --output-on-failure) > "$logs/host-tests.log" 2>&1
     say "host tests on the GPU machine: $(grep -E 'tests passed' "$logs/host-tests.log" || echo 'no result')"
+  fi
+fi
+
+if has sanitize 120; then
+  # The GPU tests and the pods GPU test again, built with AddressSanitizer and UBSan.
+  sb=$top/build-gpu-asan
+  if cmake -S "$top" -B "$sb" "${gen[@]}" "${prefix[@]}" -DCGDR_MPI=openmpi -DCGDR_SANITIZE=address,undefined \
+       -DMPI_C_COMPILER="$(command -v mpicc)" > "$logs/sanitize-build.log" 2>&1 &&
+     cmake --build "$sb" -j"$(nproc)" >> "$logs/sanitize-build.log" 2>&1; then
+    export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:protect_shadow_gap=0 UBSAN_OPTIONS=print_stacktrace=1
+    lim=$(( $(left) - 20 )); [ $lim -gt 300 ] && lim=300
+    (cd "$sb" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 --output-on-failure) > "$logs/sanitize-tests.log" 2>&1
+    say "gpu tests under ASan/UBSan: $(grep -E 'tests passed' "$logs/sanitize-tests.log" || echo 'no result')"
+    grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/sanitize-tests.log" | head -30 | tee -a "$summary"
+    grep -hE "ERROR: AddressSanitizer|runtime error" "$logs/sanitize-tests.log" | sort | uniq -c | head -20 | tee -a "$summary"
+    if [[ " $steps " == *" pods "* ]] && [ "$(left)" -gt 80 ]; then
+      (cd "$sb" && timeout $(( $(left) - 20 )) "$top/tests/pods/gpu.sh" "$sb") > "$logs/sanitize-pods.log" 2>&1
+      say "pods GPU test under ASan/UBSan: exit $?"; grep -E "^(FAIL|PASS)|AddressSanitizer|runtime error" "$logs/sanitize-pods.log" | head -20 | tee -a "$summary"
+    fi
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+  else
+    say "sanitize build: FAILED (see sanitize-build.log)"; grep -E "error" -A3 "$logs/sanitize-build.log" | head -20
   fi
 fi
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: unit, multi-process (host memory, with and without cgdr) against Open MPI and
-# MPICH, container tests, and the GPU tests (which skip with a message where no GPU exists).
+# MPICH, container tests, and the GPU tests (which skip with a message where no GPU exists); then
+# the Open MPI set again under AddressSanitizer/UBSan and (less the GPU and container suites) under
+# ThreadSanitizer, and the host-only build's unit tests.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh" || exit 1
@@ -21,6 +23,24 @@ for mpi in openmpi mpich; do
       echo "NOTE: no GPU on this machine: the $skipped GPU tests above were skipped (they run on the GPU machine: bench/gpu-suite.sh)"
   fi
 done
+# The same tests (less MPICH) built with AddressSanitizer and UBSan: a stray write, a use after
+# free or undefined behaviour in the engine fails its test instead of passing by luck.
+# verify_asan_link_order=0: the cgdr variants preload libcgdr.so ahead of the runtime that the test
+# program links; protect_shadow_gap=0: the CUDA driver maps memory where ASan would protect it;
+# detect_leaks=0: the MPIs' own allocations at exit are not ours to judge.
+echo "=== AddressSanitizer/UBSan build (Open MPI) and its tests (unit|mpi|gpu|pods)"
+if "$top/scripts/build.sh" openmpi build-asan -DCGDR_SANITIZE=address,undefined; then
+  (cd "$top/build-asan" &&
+    ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:protect_shadow_gap=0 \
+    UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest -L "unit|mpi|gpu|pods" --output-on-failure --timeout 900) || rc=1
+else
+  rc=1
+fi
+# The unit and multi-process tests built with ThreadSanitizer: a data race or lock-order
+# inversion in cgdr's own code fails (Open MPI's own reports are counted, not judged).
+echo "=== ThreadSanitizer build (Open MPI) and its tests (unit|mpi)"
+"$top/scripts/tsan.sh" build-tsan || rc=1
 # Where the CUDA toolkit is present the builds above use it: the host-only build (what a machine
 # without CUDA gets) must still compile and pass its unit tests.
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then

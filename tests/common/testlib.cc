@@ -77,6 +77,7 @@ Buf::~Buf() {
 }
 
 void Buf::set(const std::vector<std::uint8_t>& bytes) {
+  if (bytes.empty()) return;  // memcpy with a null pointer is undefined even for 0 bytes
   if (k_ == Kind::H) {
     std::memcpy(p_, bytes.data(), bytes.size());
     return;
@@ -97,6 +98,7 @@ void Buf::poison(std::uint8_t b) { set(std::vector<std::uint8_t>(n_, b)); }
 
 std::vector<std::uint8_t> Buf::get() const {
   std::vector<std::uint8_t> v(n_);
+  if (n_ == 0) return v;
   if (k_ == Kind::H) {
     std::memcpy(v.data(), p_, n_);
     return v;

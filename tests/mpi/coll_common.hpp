@@ -33,13 +33,13 @@ struct TBuf {
   T* ptr() const { return static_cast<T*>(buf.ptr()); }
   void set(const std::vector<T>& v) {
     std::vector<std::uint8_t> b(n * sizeof(T));
-    std::memcpy(b.data(), v.data(), std::min(v.size(), n) * sizeof(T));
+    if (!b.empty() && !v.empty()) std::memcpy(b.data(), v.data(), std::min(v.size(), n) * sizeof(T));
     buf.set(b);
   }
   std::vector<T> get() const {
     auto b = buf.get();
     std::vector<T> v(n);
-    std::memcpy(v.data(), b.data(), n * sizeof(T));
+    if (n != 0) std::memcpy(v.data(), b.data(), n * sizeof(T));
     return v;
   }
 };
