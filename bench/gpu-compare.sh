@@ -32,10 +32,14 @@ plot=${4:-$out/gpu-compare.png}
 range=${COMPARE_RANGE:-1:268435456}
 limit=${COMPARE_TIMEOUT:-240}
 declare -A opts=(
-  [latency]="-i ${LAT_ITERS:-2000:200} -x 200:20"
-  [bw]="-i ${BW_ITERS:-200:4} -x 20:2 -W ${BW_WINDOW:-16}"
-  [bibw]="-i ${BW_ITERS:-200:4} -x 20:2 -W ${BW_WINDOW:-16}"
+  [latency]="-i ${LAT_ITERS:-2000:500} -x 200:20"
+  [bw]="-i ${BW_ITERS:-200:40} -x 20:4 -W ${BW_WINDOW:-16}"
+  [bibw]="-i ${BW_ITERS:-200:40} -x 20:4 -W ${BW_WINDOW:-16}"
 )
+# Sizes above 8 KiB run the second count of -i. Bandwidth took 4 windows there until the
+# eighteenth session: 64 messages a size, timed in well under a millisecond at 16 KiB-1 MiB, put
+# whole runs at one of two levels (bibw 64 KiB ~20 or ~26-29 GB/s in either mode); 40 windows
+# made alternated runs of one mode agree within a few per cent (docs/performance.md).
 tests=${COMPARE_TESTS:-latency bw bibw}
 
 run() {  # NAME TIMEOUT COMMAND...: output in $out/NAME.log
