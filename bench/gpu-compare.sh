@@ -36,10 +36,9 @@ declare -A opts=(
   [bw]="-i ${BW_ITERS:-200:40} -x 20:4 -W ${BW_WINDOW:-16}"
   [bibw]="-i ${BW_ITERS:-200:40} -x 20:4 -W ${BW_WINDOW:-16}"
 )
-# Sizes above 8 KiB run the second count of -i. Bandwidth took 4 windows there until the
-# eighteenth session: 64 messages a size, timed in well under a millisecond at 16 KiB-1 MiB, put
-# whole runs at one of two levels (bibw 64 KiB ~20 or ~26-29 GB/s in either mode); 40 windows
-# made alternated runs of one mode agree within a few per cent (docs/performance.md).
+# Sizes above 8 KiB run the second count of -i: 40 windows there, since 4 (64 messages, well under
+# a millisecond at 16 KiB-1 MiB) let one stall or a lucky start decide a whole run (64 KiB bibw
+# 3.4-29.5 GB/s in one mode; docs/performance.md, eighteenth session).
 tests=${COMPARE_TESTS:-latency bw bibw}
 
 run() {  # NAME TIMEOUT COMMAND...: output in $out/NAME.log

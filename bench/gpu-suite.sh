@@ -41,13 +41,17 @@ if has env 10; then
   say "env: $(nvidia-smi -L 2>/dev/null | wc -l) GPUs; $(mpirun --version 2>/dev/null | head -1)"
 fi
 
-prefix=()
-[ -d "$top/.deps" ] && prefix=(-DCMAKE_PREFIX_PATH="$top/.deps")
-gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+# build_in DIR LOG [CMAKE ARGS...]: configures and builds cgdr against the machine's Open MPI.
+build_in() {
+  local dir=$1 log=$2 prefix=() gen=()
+  shift 2
+  [ -d "$top/.deps" ] && prefix=(-DCMAKE_PREFIX_PATH="$top/.deps")
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S "$top" -B "$dir" "${gen[@]}" "${prefix[@]}" -DCGDR_MPI=openmpi -DMPI_C_COMPILER="$(command -v mpicc)" "$@" \
+    > "$log" 2>&1 && cmake --build "$dir" -j"$(nproc)" >> "$log" 2>&1
+}
 if has build 100; then
-  if cmake -S "$top" -B "$build" "${gen[@]}" "${prefix[@]}" -DCGDR_MPI=openmpi \
-       -DMPI_C_COMPILER="$(command -v mpicc)" > "$logs/build.log" 2>&1 &&
-     cmake --build "$build" -j"$(nproc)" >> "$logs/build.log" 2>&1; then
+  if build_in "$build" "$logs/build.log"; then
     say "build: ok"
   else
     say "build: FAILED (see build.log); the other steps are skipped"; grep -E "error" -A3 "$logs/build.log" | head -30
@@ -72,10 +76,8 @@ fi
 if has sanitize 120; then
   # The GPU tests and the pods GPU test again, built with AddressSanitizer and UBSan.
   sb=$top/build-gpu-asan
-  if cmake -S "$top" -B "$sb" "${gen[@]}" "${prefix[@]}" -DCGDR_MPI=openmpi -DCGDR_SANITIZE=address,undefined \
-       -DMPI_C_COMPILER="$(command -v mpicc)" > "$logs/sanitize-build.log" 2>&1 &&
-     cmake --build "$sb" -j"$(nproc)" >> "$logs/sanitize-build.log" 2>&1; then
-    export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:protect_shadow_gap=0 UBSAN_OPTIONS=print_stacktrace=1
+  if build_in "$sb" "$logs/sanitize-build.log" -DCGDR_SANITIZE=address,undefined; then
+    . "$top/scripts/asan-env.sh"
     lim=$(( $(left) - 20 )); [ $lim -gt 300 ] && lim=300
     (cd "$sb" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 --output-on-failure) > "$logs/sanitize-tests.log" 2>&1
     say "gpu tests under ASan/UBSan: $(grep -E 'tests passed' "$logs/sanitize-tests.log" || echo 'no result')"

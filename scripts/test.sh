@@ -25,14 +25,9 @@ for mpi in openmpi mpich; do
 done
 # The same tests (less MPICH) built with AddressSanitizer and UBSan: a stray write, a use after
 # free or undefined behaviour in the engine fails its test instead of passing by luck.
-# verify_asan_link_order=0: the cgdr variants preload libcgdr.so ahead of the runtime that the test
-# program links; protect_shadow_gap=0: the CUDA driver maps memory where ASan would protect it;
-# detect_leaks=0: the MPIs' own allocations at exit are not ours to judge.
 echo "=== AddressSanitizer/UBSan build (Open MPI) and its tests (unit|mpi|gpu|pods)"
 if "$top/scripts/build.sh" openmpi build-asan -DCGDR_SANITIZE=address,undefined; then
-  (cd "$top/build-asan" &&
-    ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:protect_shadow_gap=0 \
-    UBSAN_OPTIONS=print_stacktrace=1 \
+  (cd "$top/build-asan" && . "$top/scripts/asan-env.sh" &&
     ctest -L "unit|mpi|gpu|pods" --output-on-failure --timeout 900) || rc=1
 else
   rc=1
