@@ -46,11 +46,16 @@ bool ShmSend::tryPost() {
   std::size_t n = data_.size();
   bool sync = mode_ == base::SendMode::kSync;
   bool gpu = n > 0 && data_.mem().onGpu();
-  std::uint64_t t0 = gpu && ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
-  if (std::uint64_t done = t0 ? e_.lastRecvDone.exchange(0) : 0) e_.trace(ShmEngine::kTrTurnaround, done);
-  // This send's MPI call: traced where it is a GPU message, forgotten anyway.
-  if (std::uint64_t entered = ShmEngine::tracing() ? e_.sendEntered.exchange(0) : 0; entered && t0)
-    e_.trace(ShmEngine::kTrSendEntry, entered);
+  std::uint64_t t0 = 0;
+  if (ShmEngine::tracing()) {
+    // This send's MPI call: traced where it is a GPU message, forgotten anyway.
+    std::uint64_t entered = e_.sendEntered.exchange(0);
+    if (gpu) {
+      t0 = ShmEngine::traceNow();
+      if (std::uint64_t done = e_.lastRecvDone.exchange(0)) e_.trace(ShmEngine::kTrTurnaround, done);
+      if (entered) e_.trace(ShmEngine::kTrSendEntry, entered);
+    }
+  }
   bool none = false;
   if (gpu && tryClaim(t0, &none)) return true;
   if (none && awaitAdvert()) return false;  // queued meanwhile: progress tries again
