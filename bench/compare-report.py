@@ -121,7 +121,7 @@ def main(folder, table_path, plot_path):
              "Opt(V)/Nat and Opt(V,all)/Nat likewise. Speed-up: Container-Opt over Container-Def.",
              (f"Native and the Container-Opt modes with cgdr's heap on: median of {rounds} rounds (each in "
               "another order); Opt/Nat rounds: the lowest and highest ratio of one round's Container-Opt to "
-              "the same round's Native. Heap off and Container-Def: one run." if rounds > 1 else
+              "the same round's Native. Heap off and Container-Def: one run (\"-\" where not run)." if rounds > 1 else
               "One run per mode."),
              ""]
     results = {}

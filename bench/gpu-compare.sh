@@ -80,6 +80,10 @@ mode() {
 rounds=${COMPARE_ROUNDS:-3}
 echo "$rounds" > "$out/rounds.txt"
 modes=(native opt optvmm); [ -n "$gpusall" ] && modes+=(optvmmall)
+# COMPARE_MODES: the modes run in rounds (default: all of the above); COMPARE_FAR=0 leaves out the
+# far-off modes run once (heap off, Def): e.g. many rounds of one test to settle a ratio near 0.95.
+[ -n "${COMPARE_MODES:-}" ] && read -r -a modes <<< "$COMPARE_MODES"
+far=${COMPARE_FAR:-1}
 for t in $tests; do
   o=${opts[$t]}
   # Round 1 writes NAME.json (its log names the channels), round r > 1 NAME.rR.json; the order
@@ -89,6 +93,7 @@ for t in $tests; do
     k=$(( (r - 1) % ${#modes[@]} ))
     for m in "${modes[@]:$k}" "${modes[@]:0:$k}"; do mode "$m" "$t-$m$sfx" "$limit" $o; done
   done
+  [ "$far" = 0 ] && continue
   mode optstage "$t-optstage" "$limit" $o
   # The network path is ~100x slower for large messages: fewer large iterations there, and twice
   # the time (a run stopped by its limit still reports the sizes it printed). Latency elsewhere

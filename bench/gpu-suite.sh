@@ -100,9 +100,10 @@ if has pods 60; then
 fi
 
 if has compare 100; then
-  # A run's limit: the time left shared out over the runs (3 per round and test, plus the others).
+  # A run's limit (unless COMPARE_TIMEOUT is set): the time left shared out over the runs (3 per
+  # round and test, plus the others).
   div=$(( 3 * ${COMPARE_ROUNDS:-3} + 7 ))
-  COMPARE_TIMEOUT=$(( $(left) / div > 20 ? $(left) / div : 20 )) \
+  COMPARE_TIMEOUT=${COMPARE_TIMEOUT:-$(( $(left) / div > 20 ? $(left) / div : 20 ))} \
     "$top/bench/gpu-compare.sh" "$build" "$logs/compare" "$logs/compare/gpu-compare.md" "$logs/compare/gpu-compare.png" \
     > "$logs/compare.log" 2>&1
   say "compare: exit $?"; grep -E "exit [1-9]" "$logs/compare.log" | head | tee -a "$summary"
