@@ -13,7 +13,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,14 +23,7 @@
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "cgdr-peer-copy-bench: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+void check(cudaError_t e, const char* what) { cgdr::user::cudaOrExit(e, "cgdr-peer-copy-bench", what); }
 
 }  // namespace
 
@@ -95,9 +87,9 @@ int main(int argc, char** argv) {
   auto median = [](int it, auto&& f) {
     std::vector<double> t;
     for (int k = 0; k < it + 10; ++k) {
-      double t0 = now();
+      double t0 = cgdr::user::seconds();
       f();
-      if (k >= 10) t.push_back(now() - t0);
+      if (k >= 10) t.push_back(cgdr::user::seconds() - t0);
     }
     std::sort(t.begin(), t.end());
     return t[t.size() / 2] * 1e6;
@@ -112,11 +104,11 @@ int main(int argc, char** argv) {
     int window = 64, reps = size > (16u << 20) ? 2 : size > (1u << 20) ? 5 : 20;
     check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "warm-up");
     check(cudaStreamSynchronize(s), "sync");
-    double t0 = now();
+    double t0 = cgdr::user::seconds();
     for (int r = 0; r < reps; ++r)
       for (int w = 0; w < window; ++w) check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-    double bw = double(size) * window * reps / (now() - t0) / 1e9;
+    double bw = double(size) * window * reps / (cgdr::user::seconds() - t0) / 1e9;
     // Push (the source GPU's stream) or pull (the destination GPU's, with its device current),
     // completion seen by a stream synchronize or by polling an event.
     auto waitEvent = [&](cudaEvent_t e, cudaStream_t st) {

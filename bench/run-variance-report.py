@@ -41,7 +41,7 @@ def main():
         clk = [x[1] for x in w]
         print("%-16s %5.2f %4d  %5d/%5d/%5d  %5.0f  %s  %9.1f  %9.1f" % (
             " ".join(key), e - s, len(w), min(clk), statistics.median(clk), max(clk), max(x[2] for x in w),
-            ",".join(sorted(set(x[3][-4:] for x in w))), vals[0], vals[-1]))
+            ",".join(sorted(set("%#x" % int(x[3], 16) for x in w))), vals[0], vals[-1]))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole runs fast or slow: repeats the same native bibw run (cgdr) and a bare copy of the same
 # sizes (cgdr-peer-copy-bench), alternated, with the GPU's clocks sampled every 20 ms
-# (rv-smi.csv, run windows in rv-marks.log), then cgdr-copy-drift (bench/copy_drift.cu: six
+# (rv-smi.csv, run windows in rv-marks.log), then cgdr-copy-drift (bench/copy_drift.cc: six
 # buffer pairs timed in one process) in RV_DRIFT processes, to tell the machine's state from cgdr's.
 #   OUT=DIR [RV_RUNS=10] [RV_CORES="2,3 10,11" (default 2,3)] [RV_RANGE=65536:2097152] [RV_DRIFT=6] bash bench/run-variance.sh
 # after `SUITE_STEPS=build bash bench/gpu-suite.sh` (uses build-gpu). Commas in RV_CORES become
@@ -22,7 +22,7 @@ for r in $(seq 1 "${RV_RUNS:-10}"); do
   for cores in ${RV_CORES:-2,3}; do
     mark start bibw $r $cores
     timeout 60 mpirun --cpu-set "$cores" --bind-to core -np 2 -x LD_PRELOAD="$lib" "$b" bibw D D -m "$range" \
-      -i 200:40 -x 20:4 -W 16 > "$out/rv-bibw-$r-${cores/,/_}.log" 2>&1
+      -i 200:40 -x 20:4 -W 16 > "$out/rv-bibw-$r-${cores//,/_}.log" 2>&1
     mark end bibw $r $cores
   done
   mark start floor $r
@@ -30,8 +30,4 @@ for r in $(seq 1 "${RV_RUNS:-10}"); do
   mark end floor $r
 done
 kill $smi
-if nvcc -O2 -arch=sm_90 -o "$build/cgdr-copy-drift" "$top/bench/copy_drift.cu" > "$out/rv-drift-build.log" 2>&1; then
-  for i in $(seq 1 "${RV_DRIFT:-6}"); do echo "process $i"; "$build/cgdr-copy-drift"; done > "$out/rv-drift.log" 2>&1
-else
-  echo "cgdr-copy-drift: build failed (rv-drift-build.log)"
-fi
+for i in $(seq 1 "${RV_DRIFT:-6}"); do echo "process $i"; "$build/bench/cgdr-copy-drift"; done > "$out/rv-drift.log" 2>&1

@@ -1,7 +1,9 @@
 // Pieces shared by cgdr's own user-side programs (tests, cgdr-bench, the bench/ probes): what an
 // application would write itself, kept outside libcgdr. Header-only.
 #pragma once
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 
 #if CGDR_HAVE_CUDA
@@ -21,7 +23,19 @@ inline std::size_t parseSize(const char* s) {
   return static_cast<std::size_t>(v);
 }
 
+// Seconds on the monotonic clock (for timing loops).
+inline double seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 #if CGDR_HAVE_CUDA
+// In a program without MPI: a failed CUDA call ends it, naming the program and the step.
+inline void cudaOrExit(cudaError_t e, const char* program, const char* what) {
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "%s: %s: %s\n", program, what, cudaGetErrorString(e));
+  std::exit(1);
+}
+
 // cuMem memory exportable as a POSIX file descriptor (what the cuda-vmm channels share across
 // containers without a copy), mapped read/write on the current device: one allocation, or several
 // mapped back to back into one reserved range (as PyTorch's expandable segments grow), or a range

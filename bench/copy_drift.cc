@@ -1,24 +1,18 @@
 // Is a copy's speed a property of the process, of the allocation or of the moment? Six buffer
 // pairs in one process on one GPU (cudaMalloc, kept alive together), each timed as windows of 64
-// device-to-device copies, then the first pair again. No MPI, no cgdr.
+// device-to-device copies, then the first pair again. No MPI, no cgdr (bench/run-variance.sh).
 //   cgdr-copy-drift [-d DEVICE]
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "user_side.hpp"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "cgdr-copy-drift: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+void check(cudaError_t e, const char* what) { cgdr::user::cudaOrExit(e, "cgdr-copy-drift", what); }
 
 }  // namespace
 
@@ -48,12 +42,12 @@ int main(int argc, char** argv) {
     for (std::size_t z : sizes) {
       for (int w = 0; w < 5; ++w) check(cudaMemcpyAsync(dst[p], src[p], z, cudaMemcpyDeviceToDevice, st), "warm-up copy");
       check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
-      const double t0 = now();
+      const double t0 = cgdr::user::seconds();
       for (int r = 0; r < kReps; ++r) {
         for (int w = 0; w < kWindow; ++w) check(cudaMemcpyAsync(dst[p], src[p], z, cudaMemcpyDeviceToDevice, st), "copy");
         check(cudaStreamSynchronize(st), "cudaStreamSynchronize");
       }
-      std::printf(" %zu B %.1f GB/s", z, double(z) * kWindow * kReps / (now() - t0) / 1e9);
+      std::printf(" %zu B %.1f GB/s", z, double(z) * kWindow * kReps / (cgdr::user::seconds() - t0) / 1e9);
     }
     std::printf("\n");
   }
