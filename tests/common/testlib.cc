@@ -26,18 +26,7 @@ const char* name(Kind k) {
   return k == Kind::H ? "H" : k == Kind::D ? "D" : k == Kind::M ? "M" : k == Kind::V ? "V" : "A";
 }
 
-bool gpuAvailable() {
-#if CGDR_HAVE_CUDA
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-#else
-  return false;
-#endif
-}
+bool gpuAvailable() { return cgdr::user::gpuPresent(); }
 
 Buf::Buf(Kind k, std::size_t bytes) : k_(k), n_(bytes) {
   std::size_t alloc = bytes ? bytes : 1;

@@ -59,7 +59,6 @@ class Buffer {
 };
 
 void selectGpu(const Options& o);
-bool gpuUsable();
 
 // One row of results; value is latency (us) or bandwidth (MB/s).
 struct Row {

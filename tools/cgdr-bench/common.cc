@@ -41,19 +41,6 @@ const char* locLetter(Loc l) {
   return "?";
 }
 
-bool gpuUsable() {
-#if CGDR_HAVE_CUDA
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-#else
-  return false;
-#endif
-}
-
 void selectGpu(const Options& o) {
 #if CGDR_HAVE_CUDA
   if (o.send == Loc::kHost && o.recv == Loc::kHost) return;

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   bool gpu = o.send != bench::Loc::kHost || o.recv != bench::Loc::kHost;
-  if (gpu && !bench::gpuUsable()) {
+  if (gpu && !cgdr::user::gpuPresent()) {
     if (me == 0) std::fprintf(stderr, "cgdr-bench: %s buffers need a GPU; none is usable here\n", bench::locName(o.send));
     MPI_Finalize();
     return 77;

@@ -28,6 +28,21 @@ inline double seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Whether this process sees at least one usable GPU (false in a build without CUDA, or where the
+// driver is absent or sees no device); a failed query leaves no sticky error behind.
+inline bool gpuPresent() {
+#if CGDR_HAVE_CUDA
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+#else
+  return false;
+#endif
+}
+
 #if CGDR_HAVE_CUDA
 // In a program without MPI: a failed CUDA call ends it, naming the program and the step.
 inline void cudaOrExit(cudaError_t e, const char* program, const char* what) {
