@@ -82,7 +82,19 @@ echo "$rounds" > "$out/rounds.txt"
 modes=(native opt optvmm); [ -n "$gpusall" ] && modes+=(optvmmall)
 # COMPARE_MODES: the modes run in rounds (default: all of the above); COMPARE_FAR=0 leaves out the
 # far-off modes run once (heap off, Def): e.g. many rounds of one test to settle a ratio near 0.95.
-[ -n "${COMPARE_MODES:-}" ] && read -r -a modes <<< "$COMPARE_MODES"
+if [ -n "${COMPARE_MODES:-}" ]; then
+  read -r -a named <<< "$COMPARE_MODES"
+  modes=()
+  for m in "${named[@]}"; do
+    case $m in
+      native|opt|optvmm) modes+=("$m") ;;
+      optvmmall) if [ -n "$gpusall" ]; then modes+=("$m")
+                 else echo "COMPARE_MODES: optvmmall left out: one GPU, no other for the containers to see"; fi ;;
+      *) echo "COMPARE_MODES: unknown mode '$m' (native opt optvmm optvmmall)" >&2; exit 2 ;;
+    esac
+  done
+  [ ${#modes[@]} -gt 0 ] || { echo "COMPARE_MODES: no mode left to run" >&2; exit 2; }
+fi
 far=${COMPARE_FAR:-1}
 for t in $tests; do
   o=${opts[$t]}
