@@ -26,8 +26,8 @@ for _ in $(seq 100); do [ "$(grep -c '^ready' "$log")" -ge 2 ] && break; sleep 0
 [ "$(grep -c '^ready' "$log")" -ge 2 ] || fail "held ranks did not start: $(tail -3 "$log")"
 pkill -KILL -f "$HOLD 60"
 wait $pods
-[ -z "$(leftovers "$vol")" ] || fail "files remain after kill -9: $(leftovers "$vol")"
-pgrep -f "$HOLD 60" >/dev/null && fail "ranks survive kill -9"
+settle 10 running "$HOLD 60" || fail "ranks survive kill -9"
+settle 10 holds_files "$vol" || fail "files remain after kill -9: $(leftovers "$vol")"
 
 # Ctrl-C on cgdr-pods itself: the pods and everything in them go away. (A background job of a
 # script ignores SIGINT; the wrapper restores the default an interactive shell would give it.)
@@ -39,11 +39,11 @@ start=$SECONDS
 kill -INT $pods
 wait $pods
 [ $((SECONDS - start)) -lt 20 ] || fail "cgdr-pods took $((SECONDS - start)) s to stop after Ctrl-C"
-for _ in $(seq 50); do pgrep -f "$HOLD 60" >/dev/null || break; sleep 0.1; done
-pgrep -f "$HOLD 60" >/dev/null && fail "ranks survive Ctrl-C on cgdr-pods"
-pgrep -f "sleep 2147483647" >/dev/null && fail "pod init processes survive Ctrl-C"
-[ -z "$(leftovers "$vol")" ] || fail "files remain after Ctrl-C: $(leftovers "$vol")"
-[ -z "$(leftovers /dev/shm)" ] || fail "files remain in /dev/shm: $(leftovers /dev/shm)"
-ps -eo stat=,comm= | awk '$2 == "mpirun" && $1 !~ /^Z/ {found=1} END {exit !found}' && fail "mpirun survives Ctrl-C on cgdr-pods"
+settle 10 running "$HOLD 60" || fail "ranks survive Ctrl-C on cgdr-pods"
+settle 10 running "sleep 2147483647" || fail "pod init processes survive Ctrl-C"
+settle 10 holds_files "$vol" || fail "files remain after Ctrl-C: $(leftovers "$vol")"
+settle 10 holds_files /dev/shm || fail "files remain in /dev/shm: $(leftovers /dev/shm)"
+mpirun_alive() { ps -eo stat=,comm= | awk '$2 == "mpirun" && $1 !~ /^Z/ {found=1} END {exit !found}'; }
+settle 10 mpirun_alive || fail "mpirun survives Ctrl-C on cgdr-pods"
 rm -rf "$vol" "$log"
 finish

@@ -27,9 +27,8 @@ for mode in "abort" "recovery"; do
   if [ $mode = recovery ]; then
     grep -q "rank 1 detected a failure" "$log" || fail "recovery mode: rank 1 got no MPI error: $(tail -5 "$log")"
   fi
-  sleep 0.5
-  pgrep -f "$F" >/dev/null && fail "$mode: a rank survives"
-  [ -z "$(leftovers /dev/shm)" ] || fail "$mode: files left in /dev/shm: $(leftovers /dev/shm)"
+  settle 10 running "$F" || fail "$mode: a rank survives"
+  settle 10 holds_files /dev/shm || fail "$mode: files left in /dev/shm: $(leftovers /dev/shm)"
   echo "$mode: ended after $took s (exit $rc); $(grep -o 'rank 1 detected.*' "$log" | head -1)"
   rm -f "$log"
 done

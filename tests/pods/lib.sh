@@ -14,6 +14,16 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 expect() { grep -Eq -- "$2" <<<"$1" || { fail "$3: no line matches '$2'"; echo "$1" | grep -E "^(pair|matrix|rank [0-9]+ ->)" | head -8; }; }
 refuse() { grep -Eq -- "$2" <<<"$1" && fail "$3: a line matches '$2'"; return 0; }
 leftovers() { ls -A "$1" 2>/dev/null | grep -E '^cgdr-' || true; }
+# settle SECONDS COMMAND...: waits up to SECONDS for COMMAND to stop succeeding; fails if it still
+# does then. A killed process, a namespace's last members and what they held take a moment to go
+# (longer on a loaded machine), so a check right after the kill would race with the kernel.
+settle() {
+  local end=$((SECONDS + $1)); shift
+  while "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done
+  return 0
+}
+running() { pgrep -f "$1" >/dev/null; }       # a process whose command line holds $1 exists
+holds_files() { [ -n "$(leftovers "$1")" ]; }  # cgdr files are in directory $1
 no_bridges() {
   local left
   left=$("$BIN/bin/cgdr-pods-net" bridges cgdrbr) || { fail "cannot list the bridges"; return 0; }

@@ -11,7 +11,9 @@ expect "$out" "create bridge $br: File exists" "duplicate bridge: the message na
 # A pod-like namespace gets eth0 with the address.
 unshare --net sleep 30 &
 pod=$!
-sleep 0.2
+# The child exists before it has left this namespace: wait until it has (a fixed pause raced).
+here_net() { [ "$(readlink "/proc/$pod/ns/net" 2>/dev/null)" = "$(readlink /proc/self/ns/net)" ]; }
+settle 10 here_net || fail "unshare --net did not give the pod a namespace of its own"
 out=$("$NET" veth "cgvt$$" "$br" "$pod" 10.251.7.10/24 2>&1) || fail "veth: $out"
 # /proc/self/net follows the network namespace nsenter entered (sysfs would not).
 nsenter -t "$pod" -n cat /proc/self/net/dev | grep -q "eth0:" || fail "no eth0 in the pod's namespace"
