@@ -99,10 +99,11 @@ def main(folder, table_path, plot_path):
         floor["bibw"] = {k: 2 * v for k, v in floor["bw"].items()}  # one copy each way: no better than 2x
     except (OSError, ValueError, KeyError):
         pass
-    # layout.txt (written on a machine of one GPU): the machine, then who uses which GPU
+    # layout.txt: the machine ("one GPU" or "two GPUs"), then who uses which GPU, with its model
+    # (results of older runs have none, or one only on a machine of one GPU)
     layout = (folder / "layout.txt").read_text().splitlines() if (folder / "layout.txt").exists() else []
-    machine = layout[0] if layout else "nvidia-h200-x2"
-    ranks = layout[1] if len(layout) > 1 else "Two ranks, one H200 each"
+    one_gpu = bool(layout) and layout[0] == "one GPU"
+    ranks = layout[1] if len(layout) > 1 else "Two ranks, one GPU each (GPU model not recorded)"
     try:
         rounds = max(1, int((folder / "rounds.txt").read_text().split()[0]))
     except (OSError, ValueError, IndexError):
@@ -113,7 +114,7 @@ def main(folder, table_path, plot_path):
              "the program makes itself), two simulated",
              "containers with separate PID/UTS/net/mount namespaces, " +
              ("both seeing that GPU. Floor: a bare copy within the GPU (bibw floor: twice the one-way copy "
-              "bandwidth, which one GPU's memory cannot give both directions at once). Opt/Nat:" if layout else
+              "bandwidth, which one GPU's memory cannot give both directions at once). Opt/Nat:" if one_gpu else
               "each seeing only its own GPU (all\nGPUs visible: both containers see both GPUs, each rank using "
               "its own). Floor: bare\ncudaMemcpyPeerAsync (bibw floor: twice the one-way peer-copy bandwidth). "
               "Opt/Nat:"),
@@ -198,8 +199,7 @@ def main(folder, table_path, plot_path):
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    where = ranks if layout else f"{machine}, one GPU per rank"
-    fig.suptitle(f"cgdr: {where}; two containers (separate PID namespaces) vs native"
+    fig.suptitle(f"cgdr: {ranks}; two containers (separate PID namespaces) vs native"
                  + (f"; median of {rounds} rounds" if rounds > 1 else ""))
     fig.tight_layout()
     fig.savefig(plot_path, dpi=110)

@@ -50,11 +50,13 @@ run() {  # NAME TIMEOUT COMMAND...: output in $out/NAME.log
   [ $rc -eq 0 ] || tail -5 "$out/$name.log"
 }
 
+# layout.txt: the machine (one GPU or two), then who uses which GPU, naming the GPU model (the
+# report's text and plot title say what the numbers were measured on).
+gpuname=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 if [ "$gpus" = "0;0" ]; then
-  printf 'one GPU\nTwo ranks sharing one GPU (%s)\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
-    > "$out/layout.txt"
+  printf 'one GPU\nTwo ranks sharing one GPU (%s)\n' "${gpuname:-GPU model unknown}" > "$out/layout.txt"
 else
-  rm -f "$out/layout.txt"
+  printf 'two GPUs\nTwo ranks, one GPU each (%s)\n' "${gpuname:-GPU model unknown}" > "$out/layout.txt"
 fi
 "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" --json "$out/floor.json" > "$out/floor.log" 2>&1
 echo "floor: exit $?"
