@@ -22,8 +22,7 @@ expect "$out" "^pair 0 1 relation=2 engine=1 shm=1" "new job next to a stale seg
 log=$(mktemp)
 "$PODS" -n 2 --private-shm --shared-dir "$vol" -- "$HOLD" 60 > "$log" 2>&1 &
 pods=$!
-for _ in $(seq 100); do [ "$(grep -c '^ready' "$log")" -ge 2 ] && break; sleep 0.1; done
-[ "$(grep -c '^ready' "$log")" -ge 2 ] || fail "held ranks did not start: $(tail -3 "$log")"
+settle 10 starting "$log" 2 || fail "held ranks did not start: $(tail -3 "$log")"
 pkill -KILL -f "$HOLD 60"
 wait $pods
 settle 10 running "$HOLD 60" || fail "ranks survive kill -9"
@@ -34,7 +33,7 @@ settle 10 holds_files "$vol" || fail "files remain after kill -9: $(leftovers "$
 python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
   "$PODS" -n 2 --shared-dir "$vol" -- "$HOLD" 60 > "$log" 2>&1 &
 pods=$!
-for _ in $(seq 100); do [ "$(grep -c '^ready' "$log")" -ge 2 ] && break; sleep 0.1; done
+settle 10 starting "$log" 2 || fail "held ranks did not start before Ctrl-C: $(tail -3 "$log")"
 start=$SECONDS
 kill -INT $pods
 wait $pods

@@ -10,7 +10,7 @@ for mode in "abort" "recovery"; do
   log=$(mktemp)
   timeout 120 "$PODS" "${args[@]}" -- "$F" > "$log" 2>&1 &
   pods=$!
-  for _ in $(seq 200); do [ "$(grep -c '^ready' "$log")" -ge 2 ] && break; sleep 0.1; done
+  settle 20 starting "$log" 2 || fail "$mode: the ranks did not start: $(tail -3 "$log")"
   sleep 1  # mid-transfer
   victim=""
   for p in $(pgrep -f "$F"); do

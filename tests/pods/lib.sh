@@ -24,6 +24,7 @@ settle() {
 }
 running() { pgrep -f "$1" >/dev/null; }       # a process whose command line holds $1 exists
 holds_files() { [ -n "$(leftovers "$1")" ]; }  # cgdr files are in directory $1
+starting() { [ "$(grep -c '^ready' "$1")" -lt "$2" ]; }  # log $1 holds fewer than $2 "ready" lines
 no_bridges() {
   local left
   left=$("$BIN/bin/cgdr-pods-net" bridges cgdrbr) || { fail "cannot list the bridges"; return 0; }
