@@ -15,7 +15,8 @@
 // part, the sender pushing the rest), or by a copy kernel instead of a copy engine; and how the
 // end of an 8-byte copy is seen soonest (event query, stream synchronize, or a word of mapped
 // host memory written after the copy by cuStreamWriteValue32 or by a second copy). And (fifth
-// session, `-only batch`): a window of small pulls issued one by one or as one batch.
+// session, `-only batch`): a window of small pulls issued one by one or as one batch. And
+// (twenty-fifth session, `-only rail`): whether host memory over PCIe adds to NVLink for one message.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -260,6 +261,51 @@ void coop(int rank, void* mine, void* peer, size_t cap) {
   }
   if (rank == 0) std::printf("\n");
   cudaStreamDestroy(st);
+}
+
+// Whether a second path adds to NVLink (twenty-fifth session, `-only rail`): one 128 MiB message
+// with a share h moved through host memory over PCIe (the sender's D2H into its pinned buffer and,
+// at the same time, the receiver's H2D from its own pinned buffer: no dependency between the two,
+// so this is the bound a pipelined host path could reach) while the rest crosses NVLink, pushed by
+// the sender or pulled by the receiver. GB/s = message / the slower rank's time, median of 20.
+void rail(int rank, void* mine, void* peer, size_t cap) {
+  const size_t n = std::min(cap, size_t{128} << 20);
+  cudaStream_t nv, pc;
+  check(cudaStreamCreateWithFlags(&nv, cudaStreamNonBlocking), "stream");
+  check(cudaStreamCreateWithFlags(&pc, cudaStreamNonBlocking), "stream");
+  void* host = nullptr;
+  check(cudaHostAlloc(&host, n, cudaHostAllocPortable), "cudaHostAlloc");
+  std::memset(host, rank + 1, n);
+  for (int pushNv = 0; pushNv < 2; ++pushNv) {
+    if (rank == 0)
+      std::printf("# one %zu MiB message, NVLink part %s, the rest through host memory; GB/s by host share:", n >> 20,
+                  pushNv ? "pushed by the sender" : "pulled by the receiver");
+    for (int pct : {0, 5, 8, 11, 14, 20, 100}) {
+      size_t h = n * pct / 100 / 4096 * 4096, v = n - h;
+      std::vector<double> t;
+      for (int it = 0; it < 23; ++it) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (v && rank == (pushNv ? 1 : 0))
+          check(cudaMemcpyAsync(pushNv ? peer : mine, pushNv ? mine : peer, v, cudaMemcpyDefault, nv), "nvlink part");
+        if (h && rank == 1)  // sender: D2H of the tail
+          check(cudaMemcpyAsync(host, static_cast<char*>(mine) + v, h, cudaMemcpyDeviceToHost, pc), "d2h part");
+        if (h && rank == 0)  // receiver: H2D of the tail
+          check(cudaMemcpyAsync(static_cast<char*>(mine) + v, host, h, cudaMemcpyHostToDevice, pc), "h2d part");
+        check(cudaStreamSynchronize(nv), "sync");
+        check(cudaStreamSynchronize(pc), "sync");
+        double mine_t = MPI_Wtime() - t0, all = 0;
+        MPI_Allreduce(&mine_t, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (it >= 3) t.push_back(all);
+      }
+      if (rank == 0) std::printf(" %d%% %.1f", pct, n / (median(t) * 1e-6) / 1e9);
+    }
+    if (rank == 0) std::printf("\n");
+  }
+  std::fflush(stdout);
+  cudaFreeHost(host);
+  cudaStreamDestroy(nv);
+  cudaStreamDestroy(pc);
 }
 
 __global__ void copyKernel(int4* __restrict__ dst, const int4* __restrict__ src, size_t n16) {
@@ -519,6 +565,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (only.empty()) coop(rank, mine, peer, cap);
+  if (only.empty() || only == "rail") rail(rank, mine, peer, cap);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return 0;
