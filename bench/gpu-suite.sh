@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep tune probe alloc mps visprobe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep tune rail probe alloc mps visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -156,6 +156,26 @@ if has tune 60; then
   for v in ${TUNE_LAT:-"CGDR_FORCE_CHANNEL=auto"}; do
     say "tune D D pods latency $v: $(timeout 40 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x "$v" -- "$b" latency D D \
       -m 1:4M -i 200:20 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.1f ", $1, $2}')"
+  done
+fi
+
+if has rail 60; then
+  # The host rail beside NVLink by share (CGDR_CUDA_HOST_RAIL_SHARE; RAIL_X: more settings, e.g.
+  # "CGDR_CUDA_HOST_RAIL_OFFSET=0"): D D latency (us) and bw (GB/s) across pods and natively, the
+  # shares alternated RAIL_ROUNDS times.
+  for ((r = 1; r <= ${RAIL_ROUNDS:-1}; ++r)); do
+    for sh in ${RAIL_SHARES:-0 0.06 0.1 0.14}; do
+      xs=(-x CGDR_CUDA_HOST_RAIL_SHARE=$sh)
+      for v in ${RAIL_X:-}; do xs+=(-x "$v"); done
+      for t in latency bw; do
+        div=1; [ $t = bw ] && div=1000
+        say "rail $r pods $t $sh: $(timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" "${xs[@]}" -- "$b" $t D D \
+          -m ${RAIL_RANGE:-8M:256M} 2>&1 | grep -E '^[0-9]' | awk -v d=$div '{printf "%s=%.1f ", $1, $2/d}')"
+        say "rail $r native $t $sh: $(timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" \
+          "${xs[@]}" "$b" $t D D -m ${RAIL_RANGE:-8M:256M} 2>&1 | grep -E '^[0-9]' |
+          awk -v d=$div '{printf "%s=%.1f ", $1, $2/d}')"
+      done
+    done
   done
 fi
 

@@ -71,6 +71,9 @@ void ShmEngine::stop() {
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pushed),
              static_cast<unsigned long long>(s.pulled), static_cast<unsigned long long>(s.pipelined),
              s.peakUnexpectedBytes, e->segmentBytes());
+    if (s.railed)
+      CGDR_LOG(kWarn, kShm, "stats: host rail: %llu pushes sent %llu bytes through host memory beside NVLink",
+               static_cast<unsigned long long>(s.railed), static_cast<unsigned long long>(s.railBytes));
     if (s.advertised)
       CGDR_LOG(kWarn, kShm, "stats: adverts: %llu receives advertised, %llu claimed by their sender, %llu retracted",
                static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),

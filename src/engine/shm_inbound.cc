@@ -159,7 +159,7 @@ bool ShmEngine::drainControl(shm::Peer& p) {
     switch (type) {
       case shm::CtlType::kCts:
         if (c.sentNs && tracing()) trace(kTrCts, c.sentNs);
-        s->onCts(c.len, c.mode, push ? &target : nullptr);
+        s->onCts(c.len, c.mode, push ? &target : nullptr, push ? c.offset : 0);
         if (!s->finished()) streaming_.push_back(s);
         break;
       case shm::CtlType::kAbortRecv:

@@ -56,7 +56,8 @@ class ShmSend final : public base::Op {
   bool tryPost();
   bool pump(mem::PollPass* pass = nullptr);
   // target: the receiver's buffer, when it asked for a push.
-  void onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* target);
+  // tail: of a push, the last bytes to stream through the host chunks meanwhile (the host rail).
+  void onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* target, std::uint64_t tail = 0);
   void onFin();
   void onAck();
   void onCancelReply(bool withdrawn);
@@ -72,11 +73,11 @@ class ShmSend final : public base::Op {
   bool pumpHost();
   bool pumpAsync();
   bool pumpPush(mem::PollPass* pass);
-  bool startPush(const GpuOffer& target);
+  bool startPush(const GpuOffer& target, std::uint64_t n);
   // The receiver's buffer `t` describes, mapped here (channel `prefer` first); nullptr if not.
   void* mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channel* used);
   // Starts the one copy into the mapped buffer; false (reported) if it cannot start.
-  base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue);
+  base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue, std::uint64_t n);
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
   // *none: the receiver had no advert posted at all.
   bool tryClaim(std::uint64_t t0, bool* none);
@@ -95,7 +96,10 @@ class ShmSend final : public base::Op {
   std::uint64_t toSend_ = 0, sent_ = 0;
   bool devRing_ = false;  // streaming through the cuMem ring (else host chunks)
   bool async_ = false;    // GPU source copied block by block with the copy engine
-  bool push_ = false;     // one copy straight into the receiver's buffer
+  bool push_ = false;     // one copy straight into the receiver's buffer (of its first pushLen_ bytes)
+  bool pushPending_ = false;  // that copy has not been seen done yet
+  std::uint64_t pushLen_ = 0;
+  CopyBlock pushBlock_;
   std::uint64_t advert_ = 0;  // the receiver's advert this send claimed (its completion names it)
   GpuPaths::Ring ring_;
   std::deque<CopyBlock> inflight_;
@@ -151,8 +155,9 @@ class ShmRecv final : public base::Op {
   void finalize();
   void setEnvelope(int src, int tag);
   bool startPull(channel::shm::Peer& from, const Unexpected& env, sched::Channel ch);
-  bool startPush(channel::shm::Peer& from, const GpuOffer& target, sched::Channel ch);
-  void sendCts(channel::shm::Peer& from, channel::shm::StreamMode mode, std::uint32_t chunk = 0);
+  bool startPush(channel::shm::Peer& from, const GpuOffer& target, sched::Channel ch, std::uint64_t tail);
+  void sendCts(channel::shm::Peer& from, channel::shm::StreamMode mode, std::uint32_t chunk = 0,
+               std::uint64_t tail = 0);
   bool chooseDestination(bool async);
   void abort(const base::Status& s);
 
@@ -172,6 +177,8 @@ class ShmRecv final : public base::Op {
   bool dstAsync_ = false;   // host chunks are copied to a GPU destination with the copy engine
   bool pulling_ = false;    // one copy from the sender's buffer, then FIN
   bool pushed_ = false;     // asked the sender to copy into the buffer (it may stream instead)
+  bool pushDone_ = false;   // its PUSHED came
+  std::uint64_t railTail_ = 0;  // of a push: the last bytes, streamed through host chunks instead
   std::uint64_t advert_ = 0;  // advertised to the sender as this idx (until retracted or delivered)
   int device_ = -1;         // the GPU this rank copies with
   mem::Issue issue_ = mem::Issue::kMemcpy;  // how copies from the sender's GPU are issued

@@ -120,12 +120,13 @@ bool ShmRecv::chooseDestination(bool async) {
   return dst_ != nullptr || expect_ == 0;
 }
 
-void ShmRecv::sendCts(shm::Peer& from, shm::StreamMode mode, std::uint32_t chunk) {
+void ShmRecv::sendCts(shm::Peer& from, shm::StreamMode mode, std::uint32_t chunk, std::uint64_t tail) {
   shm::CtlRecord r{};
   r.type = static_cast<std::uint32_t>(shm::CtlType::kCts);
   r.chunk = chunk;
   r.msgId = msgId_;
   r.len = expect_;
+  r.offset = tail;
   r.mode = static_cast<std::uint64_t>(mode);
   r.sentNs = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   e_.sendCtl(from, r);
@@ -173,27 +174,41 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
 // The sender copies straight into this rank's GPU buffer: the CTS names one of this rank's chunks
 // holding the buffer's description (the sender gives the chunk back once read); false if no chunk
 // is free. The sender may still stream the bytes (DATA) where it cannot map the buffer.
-bool ShmRecv::startPush(shm::Peer& from, const GpuOffer& target, sched::Channel ch) {
+// tail: the last bytes go through host memory instead (sched::hostRail): the sender streams them
+// through its host chunks (DATA) while it pushes the rest, and PUSHED names only the rest.
+bool ShmRecv::startPush(shm::Peer& from, const GpuOffer& target, sched::Channel ch, std::uint64_t tail) {
   shm::Endpoint& ep = e_.endpoint();
   if (!chooseDestination(true) || !dstAsync_) return false;
   int c = ep.takeChunk();
   if (c < 0) return false;
   std::memcpy(ep.chunk(c), &target, sizeof target);
   pushed_ = true;
+  railTail_ = tail < expect_ ? tail : 0;
   e_.countChannel(ch, size_);
   ++e_.stats().singleCopy;
   ++e_.stats().pushed;
-  sendCts(from, shm::StreamMode::kPush, static_cast<std::uint32_t>(c));
+  if (railTail_) {  // a message served by two channels counts under both
+    e_.countChannel(sched::Channel::kHostPipe, size_);
+    ++e_.stats().railed;
+    e_.stats().railBytes += railTail_;
+  }
+  sendCts(from, shm::StreamMode::kPush, static_cast<std::uint32_t>(c), railTail_);
   return true;
 }
 
+// The sender's copy into this rank's buffer finished: all of it, or all but the host rail's tail,
+// whose blocks may still be arriving (or the sender streamed everything: no PUSHED comes then).
 void ShmRecv::onPushed(shm::Peer& from, std::uint64_t len) {
-  if (state_ != State::kReceiving || !pushed_ || len != expect_ || got_ != 0 || !inflight_.empty()) {
+  if (state_ != State::kReceiving || !pushed_ || pushDone_ || len != expect_ - railTail_ || got_ + len > expect_) {
     fail(base::Status(base::Errc::kProtocol, "unexpected push completion from rank " + std::to_string(from.worldRank)));
     return;
   }
-  e_.forgetData(from, msgId_);
-  complete(expect_, size_);
+  pushDone_ = true;
+  got_ += len;
+  if (got_ == expect_ && inflight_.empty()) {
+    e_.forgetData(from, msgId_);
+    complete(expect_, size_);
+  }
 }
 
 bool ShmRecv::advertisable() const {
@@ -248,6 +263,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
       q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
       place = paths->placeOf(env.offer, target_.gpu() ? target_.device() : -1);
       issue_ = GpuPaths::issueFor(place);
+      q.caps.otherGpu = target_.gpu() && (place == GpuPaths::Place::kOtherVisible || place == GpuPaths::Place::kInvisible);
     }
     // Where the sender can map this rank's buffer it may push: the same single-copy channels.
     // posted: above the pull limit it pushes, so both directions of a pair agree on who copies
@@ -276,7 +292,8 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         target.flags = want | (target.flags & GpuOffer::kMps);
-        if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc))
+        if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc,
+                      sched::hostRail(sched::table(), q)))
           return;
       }
       if (startPull(from, env, ch)) return;

@@ -130,18 +130,25 @@ bool ShmSend::pump(mem::PollPass* pass) {
 }
 
 // The copy into the receiver's buffer: once it finished, the receiver is told (PUSHED) and the
-// send is complete. `pass`: a window of pushes shares cgdr's streams; ask about each stream once.
+// send is complete, unless the host rail's tail is still streaming (pumpAsync finishes it then).
+// `pass`: a window of pushes shares cgdr's streams; ask about each stream once.
 bool ShmSend::pumpPush(mem::PollPass* pass) {
-  CopyBlock& b = inflight_.front();
-  if (!b.copy.done(pass)) return false;
-  if (!b.copy.error().isOk()) {
-    abort(b.copy.error());
-    return true;
+  if (pushPending_) {
+    CopyBlock& b = pushBlock_;
+    if (b.copy.done(pass)) {
+      if (!b.copy.error().isOk()) {
+        abort(b.copy.error());
+        return true;
+      }
+      if (b.issuedNs) e_.trace(ShmEngine::kTrCopyRun, b.issuedNs);
+      pushPending_ = false;
+      if (advert_) e_.notify(peer_, shm::CtlType::kAdvertDone, advert_, pushLen_);
+      else e_.notify(peer_, shm::CtlType::kPushed, msgId_, pushLen_);
+    } else if (!async_) {
+      return false;
+    }
   }
-  if (b.issuedNs) e_.trace(ShmEngine::kTrCopyRun, b.issuedNs);
-  inflight_.clear();
-  if (advert_) e_.notify(peer_, shm::CtlType::kAdvertDone, advert_, toSend_);
-  else e_.notify(peer_, shm::CtlType::kPushed, msgId_, toSend_);
+  if (async_) return pumpAsync();
   finish();
   return true;
 }
@@ -165,32 +172,35 @@ void* ShmSend::mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channe
   return nullptr;
 }
 
-base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue) {
+base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue,
+                                std::uint64_t n) {
   int device = data_.mem().device;
   CopyBlock b;
-  b.len = toSend_;
+  b.len = n;
   std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, used), data_.mem().bufferId};
   base::Status st =
-      b.copy.start(dst, data_.gpuData(), toSend_, device, mem::CopyDir::kPeer, issue, ids);
+      b.copy.start(dst, data_.gpuData(), n, device, mem::CopyDir::kPeer, issue, ids);
   if (t0) {
     e_.trace(ShmEngine::kTrCopyIssue, t0);
     b.issuedNs = ShmEngine::traceNow();
   }
   if (!st.isOk()) return st;
-  inflight_.push_back(std::move(b));
+  pushBlock_ = std::move(b);
+  pushLen_ = n;
+  pushPending_ = true;
   push_ = true;
   return st;
 }
 
-// One copy from this rank's GPU buffer into the receiver's (mapped through its description);
-// false (the bytes are then streamed) where it cannot be mapped or the copy cannot start.
-bool ShmSend::startPush(const GpuOffer& t) {
-  if (!e_.gpu() || !data_.gpuData() || data_.mem().kind != mem::MemKind::kDevice || toSend_ == 0) return false;
+// One copy of the first n bytes of this rank's GPU buffer into the receiver's (mapped through its
+// description); false (the bytes are then streamed) where it cannot be mapped or the copy cannot start.
+bool ShmSend::startPush(const GpuOffer& t, std::uint64_t n) {
+  if (!e_.gpu() || !data_.gpuData() || data_.mem().kind != mem::MemKind::kDevice || n == 0) return false;
   sched::Channel used = sched::Channel::kCount;
   void* dst = mapTarget(t, sched::Channel::kCudaIpc, &used);
   if (!dst) return false;
-  base::Status st = issuePush(dst, t, used, e_.gpu()->issueFor(t, data_.mem().device));
+  base::Status st = issuePush(dst, t, used, e_.gpu()->issueFor(t, data_.mem().device), n);
   if (!st.isOk()) {
     CGDR_LOG(kWarn, kCuda, "copy into the GPU buffer of rank %d failed (%s): streaming instead", peer_.worldRank,
              st.message().c_str());
@@ -230,6 +240,12 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   q.senderDrives = paths->drives(peer_.worldRank);
   sched::Channel ch = sched::select(sched::table(), q);
   if (ch != sched::Channel::kCudaIpc && ch != sched::Channel::kCudaVmmZc) return false;
+  // A message large enough for the host rail beside NVLink takes the rendezvous (the receiver
+  // asks for the split with its CTS); an advert's delivery is one copy.
+  sched::Query rail = q;
+  rail.dst = sched::Dst::kGpu;
+  rail.caps.otherGpu = place == GpuPaths::Place::kOtherVisible || place == GpuPaths::Place::kInvisible;
+  if (sched::hostRail(sched::table(), rail) > 0) return false;
   // One GPU, the receiver drives: it pulls after the envelope (this process leaves the GPU alone).
   // (pullable takes the paths mutex and looks the buffer up: asked only of the driver's adverts)
   if (sched::leaveToReceiver(sched::table(), q) && paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem()))
@@ -250,7 +266,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   ++e_.stats().pushed;
   e_.countChannel(used, n);
   if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
-  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place));
+  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n);
   if (!st.isOk()) {
     abort(st);
     return true;
@@ -356,18 +372,24 @@ bool ShmSend::pumpAsync() {
     sent_ += b.len;
     inflight_.push_back(std::move(b));
   }
-  if (sent_ == toSend_ && inflight_.empty()) {
+  if (sent_ == toSend_ && inflight_.empty() && !pushPending_) {
     finish();
     return true;
   }
   return false;
 }
 
-void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* target) {
+void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* target, std::uint64_t tail) {
   if (state_ != State::kWaitCts) return;
   toSend_ = std::min<std::uint64_t>(len, data_.size());
   state_ = State::kStreaming;
-  if (target && startPush(*target)) {
+  if (tail >= toSend_) tail = 0;
+  if (target && startPush(*target, toSend_ - tail)) {
+    if (tail) {  // the host rail: the last bytes through the host chunks, block by block, meanwhile
+      sent_ = toSend_ - tail;
+      async_ = true;
+      if (GpuPaths* paths = e_.gpu()) paths->pin(e_.endpoint().chunk(0), e_.endpoint().chunkRegionBytes());
+    }
     pump();
     return;
   }

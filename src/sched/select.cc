@@ -39,6 +39,16 @@ bool senderCopies(const Table& t, const Query& q) {
   return q.bytes > t.pullLimit(q.peer, q.pattern);
 }
 
+std::size_t hostRail(const Table& t, const Query& q) {
+  if (t.forced != Channel::kCount || t.railShare <= 0 || !q.caps.otherGpu || !q.caps.contiguous ||
+      q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu ||
+      q.bytes <= t.railOffset)
+    return 0;
+  double share = t.railShare < 0.9 ? t.railShare : 0.9;  // NVLink keeps a part: PUSHED names it
+  auto tail = static_cast<std::size_t>(share * static_cast<double>(q.bytes - t.railOffset));
+  return tail / kRailGrain * kRailGrain;
+}
+
 bool leaveToReceiver(const Table& t, const Query& q) {
   return q.sameGpu && t.sameGpuDriver && !q.senderDrives && q.peer != PeerClass::kSelf;
 }
@@ -99,6 +109,14 @@ std::string Table::describe() const {
                     "(not advertised)", pat ? "bandwidth" : "latency", lim);
       out += line;
     }
+  if (railShare > 0) {
+    std::snprintf(line, sizeof line,
+                  "GPU to another GPU, single copy: %.3f of the bytes beyond %zu through host memory beside it\n",
+                  railShare, railOffset);
+    out += line;
+  } else {
+    out += "GPU to another GPU, single copy: no host rail\n";
+  }
   out += sameGpuDriver
              ? "same GPU used in turns (two processes, no MPS): the pair's lower world rank makes every copy "
                "either side could; under MPS: as between two GPUs\n"

@@ -34,6 +34,9 @@ enum class Dst : std::uint8_t { kUnknown, kHost, kGpu, kPosted };
 // What the pair can use for this message (from the locality table and the sender's offer).
 struct Caps {
   bool cma = false, ipc = false, vmmZc = false, vmmStage = false, gdrcopy = false, contiguous = true;
+  // The destination is on another GPU than the source (each with its own link to host memory):
+  // a single copy between them may send part of the bytes through host memory (hostRail).
+  bool otherGpu = false;
 };
 
 struct Query {
@@ -90,6 +93,15 @@ class Table {
   std::size_t pullLimit(PeerClass p, Pattern pat) const {
     return pullLimit_[static_cast<int>(p)][static_cast<int>(pat)];
   }
+  // A second rail beside NVLink for a large single copy between two GPUs: the sender copies the
+  // last part of the message to host memory over its PCIe link (the host chunks) while its copy
+  // engine pushes the rest over NVLink, and the receiver copies each host block to its GPU over
+  // its own PCIe link. Tail bytes = railShare x (bytes - railOffset), rounded down to 64 KiB:
+  // railShare is the host path's part of the two paths' bandwidth (B_host / (B_nvlink + B_host)),
+  // railOffset the host path's extra start-up time in NVLink bytes (host path time - NVLink time
+  // for its first block, x B_nvlink). railShare 0: off.
+  double railShare = 0;
+  std::size_t railOffset = 0;
 
  private:
   std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][4][2];
@@ -108,6 +120,11 @@ bool senderCopies(const Table& t, const Query& q);
 // source (the caller asks that only when this holds: else the sender's one copy beats two): on one
 // GPU used in turns, where the receiver is the pair's driver.
 bool leaveToReceiver(const Table& t, const Query& q);
+// Pure: how many bytes at the end of a device-to-GPU message copied once (pushed) should go through
+// host memory instead (Table::railShare); 0: all over the single-copy channel. Only between two
+// GPUs (q.caps.otherGpu), never under a forced channel.
+std::size_t hostRail(const Table& t, const Query& q);
+constexpr std::size_t kRailGrain = 64 << 10;
 // Whether the pair can use a channel at all for this query.
 bool usable(Channel c, const Query& q);
 

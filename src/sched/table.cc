@@ -58,6 +58,14 @@ Setting<Bytes> gPullLimit("CGDR_CUDA_PULL_LIMIT", "1M", "bytes",
                           "traffic).");
 Setting<Bytes> gPullLimitBw("CGDR_CUDA_PULL_LIMIT_BW", "1M", "bytes",
                             "As CGDR_CUDA_PULL_LIMIT, for bandwidth-bound traffic.");
+Setting<double> gRailShare("CGDR_CUDA_HOST_RAIL_SHARE", "0.1", "fraction",
+                           "A device message copied once to another GPU (pushed by its sender) sends this share of its "
+                           "bytes beyond CGDR_CUDA_HOST_RAIL_OFFSET through host memory (the sender's PCIe link, "
+                           "then the receiver's) while the rest crosses NVLink: two links at once. Measured on "
+                           "nvidia-h100-x2: NVLink ~350-390 GB/s, host path ~45 GB/s (docs/performance.md). 0: off.");
+Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "8M", "bytes",
+                           "See CGDR_CUDA_HOST_RAIL_SHARE: the host path's longer start, in bytes NVLink moves "
+                           "meanwhile (messages up to this size cross NVLink alone).");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});
 Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
@@ -140,6 +148,8 @@ Table Table::fromSettings() {
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p) fill(t, static_cast<PeerClass>(p));
   if (gForce.get().index > 0) t.forced = static_cast<Channel>(gForce.get().index - 1);
   t.sameGpuDriver = gSameGpuDriver.get();
+  t.railShare = gRailShare.get() > 0 ? gRailShare.get() : 0;
+  t.railOffset = gRailOffset.get().value;
   return t;
 }
 

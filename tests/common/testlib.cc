@@ -201,6 +201,19 @@ void setup(const std::vector<std::pair<Kind, Kind>>& pairs, const char* testName
 #endif
 }
 
+void needGpus(int n, const char* testName) {
+  int have = 0;
+#if CGDR_HAVE_CUDA
+  if (gpuAvailable() && cudaGetDeviceCount(&have) != cudaSuccess) have = 0;
+#endif
+  int fewest = 0;
+  MPI_Allreduce(&have, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (fewest >= n) return;
+  if (gRank == 0) std::printf("SKIP %s: needs %d GPUs per rank's view, found %d (GPU test)\n", testName, n, fewest);
+  MPI_Finalize();
+  std::exit(77);
+}
+
 bool isMpich() {
   char v[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;

@@ -67,6 +67,9 @@ std::string arg(int argc, char** argv, const char* name, const char* fallback);
 // Must follow MPI_Init: selects a GPU per local rank if any kind needs one, or exits with the
 // skip code (77) and a visible message when none is usable.
 void setup(const std::vector<std::pair<Kind, Kind>>& pairs, const char* testName);
+// After setup: exits with the skip code (77) and a visible message unless every rank sees at
+// least n GPUs (tests of paths between two GPUs; "--min-gpus N").
+void needGpus(int n, const char* testName);
 
 int rank();
 int size();

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   auto pairs = t::kindPairs(argc, argv);
   t::setup(pairs, "p2p_basic");
+  t::needGpus(std::stoi(t::arg(argc, argv, "--min-gpus", "0")), "p2p_basic");
   const int me = t::rank();
   const int peer = me ^ 1;
   const bool active = peer < t::size();

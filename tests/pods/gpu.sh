@@ -103,6 +103,16 @@ grep -q "pushed [1-9]" <<<"$out" && ! grep -q "pulled [1-9]" <<<"$out" ||
 out=$(run "pods, cudaMalloc to exportable" -n 2 --gpus "$G" -- "$T/p2p_basic" --kinds DV --sizes "256K+1,1M+1,9M+7")
 grep -q "pushed [1-9]" <<<"$out" || fail "pods: a cudaMalloc source was not pushed into an exportable destination"
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: D to V took two copies (cuda-vmm-stage)"
+# The host rail across pods (each sees only its own GPU: the sender pushes through the imported
+# cuMem mapping while the tail goes through the host chunks), a 0.37 share beyond 1 MiB; on one
+# GPU there is no second link and no rail.
+out=$(run "pods, host rail" -n 2 --gpus "$G" -x CGDR_CUDA_HOST_RAIL_SHARE=0.37 -x CGDR_CUDA_HOST_RAIL_OFFSET=1M -- \
+      "$T/p2p_basic" --kinds VV,DV,VD,DD --sizes "1M+1,1M+256K+3,3M+5,9M+7")
+if [ "$G" = "0;1" ]; then
+  grep -q "host rail: [1-9]" <<<"$out" || fail "pods: no message took the host rail"
+else
+  ! grep -q "host rail:" <<<"$out" || fail "pods: a host rail between two pods on one GPU"
+fi
 out=$(run "pods, pull only" -n 2 --gpus "$G" -x CGDR_CUDA_PUSH=off -- "$T/p2p_basic" --kinds VV,VD,DV --sizes "$sizes")
 grep -q "pushed [1-9]" <<<"$out" && fail "pods: CGDR_CUDA_PUSH=off still pushed"
 grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: pulls from exportable buffers did not go zero-copy"

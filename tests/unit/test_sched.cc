@@ -84,13 +84,13 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
   sched::Table t = tableWith({});
   const std::size_t sizes[] = {0,           1,       8191,        8192,    8193,        65536,  128 * 1024 - 1,
                                128 * 1024,  1 << 20, (1 << 20) + 1, (2 << 20) - 1, 2 << 20, (4 << 20) - 1, 4 << 20,
-                               std::size_t{256} << 20};
+                               8 << 20,     (8 << 20) + 1, (9 << 20) + 7, std::size_t{256} << 20};
   int checked = 0;
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
     for (mem::MemKind src : {mem::MemKind::kHost, mem::MemKind::kDevice, mem::MemKind::kManaged})
       for (Dst dst : {Dst::kUnknown, Dst::kHost, Dst::kGpu, Dst::kPosted})
         for (Pattern pat : {Pattern::kLatency, Pattern::kBandwidth})
-          for (int capBits = 0; capBits < 256; ++capBits)
+          for (int capBits = 0; capBits < 512; ++capBits)
             for (std::size_t n : sizes) {
               Query q{static_cast<PeerClass>(p), src, dst, n, pat, Caps{}};
               q.sameGpu = capBits & 64;  // who copies, and where the cuMem ring starts
@@ -101,6 +101,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               q.caps.vmmStage = capBits & 8;
               q.caps.gdrcopy = capBits & 16;
               q.caps.contiguous = !(capBits & 32);
+              q.caps.otherGpu = capBits & 256;
               Channel got = sched::select(t, q);
               Channel want = expected(q);
               ASSERT_EQ(got, want) << "peer " << p << " src " << mem::kindName(src) << " dst " << int(dst)
@@ -119,9 +120,67 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               // which the engine asks only then).
               ASSERT_EQ(sched::leaveToReceiver(t, q), q.sameGpu && !q.senderDrives && p != 0)
                   << "peer " << p << " caps " << capBits;
+              // The host rail: a tenth of what exceeds 8 MiB, in whole 64 KiB blocks, from device
+              // memory into a GPU buffer on another GPU (contiguous, between two processes).
+              std::size_t rail = src == mem::MemKind::kDevice && dst == Dst::kGpu && p != 0 && !q.sameGpu &&
+                                         q.caps.otherGpu && q.caps.contiguous && n > (8u << 20)
+                                     ? (n - (8u << 20)) / 10 / 65536 * 65536
+                                     : 0;
+              ASSERT_EQ(sched::hostRail(t, q), rail) << "peer " << p << " caps " << capBits << " bytes " << n;
               ++checked;
             }
-  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 256 * 15);
+  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 512 * 18);
+}
+
+// The host rail beside a single copy between two GPUs: its tail by size and settings.
+TEST_F(Sched, HostRailTailBySizeAndSettings) {
+  sched::Table t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"}, {"CGDR_CUDA_HOST_RAIL_OFFSET", "1M"}});
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 1 << 20, Pattern::kLatency, Caps{}};
+  q.caps.otherGpu = true;
+  q.caps.vmmZc = true;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "up to the offset NVLink alone";
+  q.bytes = (1 << 20) + 4 * 65536 - 1;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "a quarter of 256 KiB - 1: less than one 64 KiB block";
+  q.bytes = (1 << 20) + 4 * 65536;
+  EXPECT_EQ(sched::hostRail(t, q), 65536u);
+  q.bytes = (33u << 20) + 12345;
+  EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "a quarter of 32 MiB + 12345, rounded down to 64 KiB";
+  q.pattern = Pattern::kBandwidth;
+  EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "the same for bandwidth-bound traffic";
+  q.peer = PeerClass::kSameNamespace;
+  EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "the same between ranks of one namespace";
+  q.peer = PeerClass::kSelf;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "one process copies once";
+  q.peer = PeerClass::kContainer;
+  q.caps.otherGpu = false;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "source and destination on one GPU";
+  q.caps.otherGpu = true;
+  q.sameGpu = true;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "one GPU used in turns";
+  q.sameGpu = false;
+  q.src = mem::MemKind::kManaged;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "managed memory is not pushed";
+  q.src = mem::MemKind::kDevice;
+  for (Dst d : {Dst::kHost, Dst::kUnknown, Dst::kPosted}) {
+    q.dst = d;
+    EXPECT_EQ(sched::hostRail(t, q), 0u) << "destination " << int(d);
+  }
+  q.dst = Dst::kGpu;
+  q.caps.contiguous = false;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "non-contiguous data is not pushed";
+  q.caps.contiguous = true;
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}});
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "share 0: off";
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "-1"}});
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "a negative share: off";
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "5"}, {"CGDR_CUDA_HOST_RAIL_OFFSET", "0"}});
+  q.bytes = 10u << 20;
+  EXPECT_EQ(sched::hostRail(t, q), 9u * (1u << 20) / 65536 * 65536) << "at most 0.9: NVLink keeps a part";
+  t = tableWith({{"CGDR_FORCE_CHANNEL", "cuda-vmm-zc"}});
+  q.bytes = 256u << 20;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "a forced channel carries the whole message";
+  t = tableWith({});
+  EXPECT_EQ(sched::hostRail(t, q), (248u << 20) / 10 / 65536 * 65536) << "defaults: 0.1 beyond 8 MiB";
 }
 
 TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
@@ -395,7 +454,9 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   for (char c : d) lines += c == '\n';
   // rule lists, the same-GPU lists of the two process classes, then their pull limits, then who
   // copies on one GPU
-  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1);
+  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
+  EXPECT_NE(d.find("0.100 of the bytes beyond 8388608 through host memory"), std::string::npos) << d;
+  EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}}).describe().find("no host rail"), std::string::npos);
   EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
   EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
 }
