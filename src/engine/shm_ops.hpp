@@ -98,6 +98,7 @@ class ShmSend final : public base::Op {
   bool async_ = false;    // GPU source copied block by block with the copy engine
   bool push_ = false;     // one copy straight into the receiver's buffer (of its first pushLen_ bytes)
   bool pushPending_ = false;  // that copy has not been seen done yet
+  bool rail_ = false;         // the host rail: the tail streams through host chunks beside the push
   std::uint64_t pushLen_ = 0;
   CopyBlock pushBlock_;
   std::uint64_t advert_ = 0;  // the receiver's advert this send claimed (its completion names it)

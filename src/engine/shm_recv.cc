@@ -328,8 +328,10 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
 
 void ShmRecv::onData(shm::Peer& from, std::uint32_t chunk, std::uint64_t offset, std::uint64_t len) {
   shm::Endpoint& ep = e_.endpoint();
-  if (state_ != State::kReceiving || pulling_ || chunk >= ep.geometry().chunks || len > ep.geometry().chunkBytes ||
-      offset + len > expect_ || offset + len < offset) {
+  // (a block may span neighbouring chunks: the host rail's)
+  if (state_ != State::kReceiving || pulling_ || chunk >= ep.geometry().chunks || len == 0 ||
+      len > std::uint64_t{ep.geometry().chunks - chunk} * ep.geometry().chunkBytes || offset + len > expect_ ||
+      offset + len < offset) {
     fail(base::Status(base::Errc::kProtocol, "malformed data record from rank " + std::to_string(from.worldRank)));
     return;
   }
@@ -350,7 +352,7 @@ void ShmRecv::onData(shm::Peer& from, std::uint32_t chunk, std::uint64_t offset,
     return;
   }
   std::memcpy(dst_ + offset, src, len);
-  ep.releasePeerChunk(from, chunk);
+  ep.releasePeerChunks(from, chunk, ep.chunksOf(len));
   got_ += len;
   if (got_ == expect_ && inflight_.empty()) {
     e_.forgetData(from, msgId_);
@@ -401,7 +403,7 @@ bool ShmRecv::pollCopies(mem::PollPass* pass) {
     }
     if (!pulling_ && from_) {
       if (b.devSlot) ep.releasePeerDevSlot(*from_, b.slot);
-      else ep.releasePeerChunk(*from_, b.slot);
+      else ep.releasePeerChunks(*from_, b.slot, ep.chunksOf(b.len));
     }
     if (pulling_ && b.issuedNs) {
       e_.trace(ShmEngine::kTrCopyRun, b.issuedNs);

@@ -12,6 +12,10 @@ namespace cgdr::engine {
 namespace shm = channel::shm;
 
 namespace {
+base::Setting<base::Bytes> gRailBlock("CGDR_CUDA_HOST_RAIL_BLOCK", "1M", "bytes",
+                                      "The host rail's blocks (CGDR_CUDA_HOST_RAIL_SHARE): neighbouring host chunks "
+                                      "taken together (at most half of them), so each copy to and from host memory "
+                                      "moves this much (each copy has a fixed cost of a few us).");
 base::Setting<double> gAdvertWait("CGDR_CUDA_ADVERT_WAIT", "2", "us",
                                   "A blocking send of GPU data to a co-located peer whose receives were lately "
                                   "advertised before their messages came waits up to this long for the advert of "
@@ -350,16 +354,23 @@ bool ShmSend::pumpAsync() {
     e_.sendCtl(peer_, r);
     inflight_.pop_front();
   }
-  std::size_t block = devRing_ ? ring_.slotBytes : ep.geometry().chunkBytes;
+  std::uint32_t chunkBytes = ep.geometry().chunkBytes;
+  std::size_t block = devRing_ ? ring_.slotBytes : chunkBytes;
+  if (rail_ && !devRing_) {  // the host rail: blocks of neighbouring chunks
+    std::size_t span = std::max<std::size_t>(1, std::min<std::size_t>(gRailBlock.get().value / chunkBytes,
+                                                                      ep.geometry().chunks / 2));
+    block = span * chunkBytes;
+  }
   int device = data_.mem().device;
   while (sent_ < toSend_) {
-    int slot = devRing_ ? ep.takeDevSlot() : ep.takeChunk();
+    std::uint64_t len = std::min<std::uint64_t>(block, toSend_ - sent_);
+    int slot = devRing_ ? ep.takeDevSlot() : ep.takeChunks(ep.chunksOf(len));
     if (slot < 0) break;
     CopyBlock b;
     b.slot = static_cast<std::uint32_t>(slot);
     b.devSlot = devRing_;
     b.offset = sent_;
-    b.len = std::min<std::uint64_t>(block, toSend_ - sent_);
+    b.len = len;
     char* dst = devRing_ ? ring_.base + std::size_t(slot) * ring_.slotBytes : ep.chunk(slot);
     // this rank's ring lives until finalize: one identity for it
     mem::CopyIds ids{devRing_ ? mem::copyId(~std::uint64_t{0}, 1) : 0, data_.mem().bufferId};
@@ -388,6 +399,7 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
     if (tail) {  // the host rail: the last bytes through the host chunks, block by block, meanwhile
       sent_ = toSend_ - tail;
       async_ = true;
+      rail_ = true;
       if (GpuPaths* paths = e_.gpu()) paths->pin(e_.endpoint().chunk(0), e_.endpoint().chunkRegionBytes());
     }
     pump();

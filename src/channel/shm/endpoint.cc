@@ -218,6 +218,27 @@ int Endpoint::takeChunk() {
   return -1;
 }
 
+int Endpoint::takeChunks(std::uint32_t n) {
+  if (n <= 1) return takeChunk();
+  if (n > geo_.chunks) return -1;
+  auto* flags = at<ChunkFlag>(mine_, geo_.flagsOffset());
+  auto freeAt = [&](std::uint32_t c) {
+    return std::atomic_ref<std::uint32_t>(flags[c].busy).load(std::memory_order_acquire) == 0;
+  };
+  for (std::uint32_t k = 0; k < geo_.chunks; ++k) {
+    std::uint32_t c = (nextChunk_ + k) % geo_.chunks;
+    if (c + n > geo_.chunks) continue;
+    std::uint32_t j = 0;
+    while (j < n && freeAt(c + j)) ++j;
+    if (j < n) continue;
+    // This rank alone marks its chunks busy (peers only clear them): free now stays free.
+    for (j = 0; j < n; ++j) std::atomic_ref<std::uint32_t>(flags[c + j].busy).store(1, std::memory_order_relaxed);
+    nextChunk_ = c + n;
+    return static_cast<int>(c);
+  }
+  return -1;
+}
+
 int Endpoint::takeDevSlot() {
   auto* flags = at<ChunkFlag>(mine_, geo_.devFlagsOffset());
   for (std::uint32_t k = 0; k < geo_.devSlots; ++k) {

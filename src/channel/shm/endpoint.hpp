@@ -63,10 +63,20 @@ class Endpoint {
 
   // This rank's bulk chunks (it is their only producer).
   int takeChunk();
+  // n neighbouring chunks at once, one block of n x chunkBytes (the host rail's larger blocks:
+  // fewer copies, each with its fixed cost); the first, or -1.
+  int takeChunks(std::uint32_t n);
+  // How many chunks a block of len bytes (len > 0) written from the start of a chunk spans.
+  std::uint32_t chunksOf(std::uint64_t len) const {
+    return len <= geo_.chunkBytes ? 1 : static_cast<std::uint32_t>((len + geo_.chunkBytes - 1) / geo_.chunkBytes);
+  }
   char* chunk(int c) const { return mine_ + geo_.chunkOffset(static_cast<std::uint32_t>(c)); }
   // A peer's chunk, and marking it copied out.
   char* peerChunk(const Peer& p, std::uint32_t c) const { return p.segment + geo_.chunkOffset(c); }
   void releasePeerChunk(const Peer& p, std::uint32_t c) const;
+  void releasePeerChunks(const Peer& p, std::uint32_t c, std::uint32_t n) const {
+    for (std::uint32_t k = 0; k < n; ++k) releasePeerChunk(p, c + k);
+  }
   // The same for the blocks of the cuMem staging ring (the data is in GPU memory; flags here).
   int takeDevSlot();
   void releasePeerDevSlot(const Peer& p, std::uint32_t s) const;
