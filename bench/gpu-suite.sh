@@ -161,14 +161,14 @@ fi
 
 if has rail 60; then
   # The host rail beside NVLink by share (CGDR_CUDA_HOST_RAIL_SHARE; RAIL_X: more settings, e.g.
-  # "CGDR_CUDA_HOST_RAIL_OFFSET=0"): D D latency (us) and bw (GB/s) across pods and natively, the
-  # shares alternated RAIL_ROUNDS times.
+  # "CGDR_CUDA_HOST_RAIL_OFFSET=0"): D D latency (us), bw and bibw (GB/s; RAIL_TESTS) across pods
+  # and natively, the shares alternated RAIL_ROUNDS times.
   for ((r = 1; r <= ${RAIL_ROUNDS:-1}; ++r)); do
     for sh in ${RAIL_SHARES:-0 0.06 0.1 0.14}; do
       xs=(-x CGDR_CUDA_HOST_RAIL_SHARE=$sh)
       for v in ${RAIL_X:-}; do xs+=(-x "$v"); done
-      for t in latency bw; do
-        div=1; [ $t = bw ] && div=1000
+      for t in ${RAIL_TESTS:-latency bw bibw}; do
+        div=1; [ $t != latency ] && div=1000
         say "rail $r pods $t $sh: $(timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" "${xs[@]}" -- "$b" $t D D \
           -m ${RAIL_RANGE:-8M:256M} 2>&1 | grep -E '^[0-9]' | awk -v d=$div '{printf "%s=%.1f ", $1, $2/d}')"
         say "rail $r native $t $sh: $(timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" \

@@ -169,6 +169,22 @@ void ShmEngine::post(ShmRecv* r) { queuesOf(r->ctx()).posted.push_back(r); }
 
 void ShmEngine::unpost(ShmRecv* r) { queuesOf(r->ctx()).posted.remove(r); }
 
+bool ShmEngine::sendingTo(const shm::Peer& p) const {
+  if (!outbound_[p.local].empty()) return true;
+  for (const auto& [id, s] : sends_)
+    if (&s->peer() == &p) return true;
+  for (const ShmSend* s : streaming_)
+    if (&s->peer() == &p) return true;
+  return false;
+}
+
+bool ShmEngine::receivingFrom(const shm::Peer& p) const {
+  if (!adverts_[p.local].empty()) return true;
+  for (const auto& [key, r] : dataRecvs_)
+    if ((key >> 48) == p.local) return true;
+  return false;
+}
+
 void ShmEngine::expectData(shm::Peer& p, std::uint64_t msgId, ShmRecv* r) { dataRecvs_[dataKey(p, msgId)] = r; }
 
 void ShmEngine::forgetData(shm::Peer& p, std::uint64_t msgId) { dataRecvs_.erase(dataKey(p, msgId)); }

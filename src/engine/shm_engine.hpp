@@ -116,6 +116,11 @@ class ShmEngine {
   GpuPaths* gpu() { return gpu_.get(); }
   std::size_t eagerLimit() const { return eagerLimit_; }
   std::size_t eagerCredit() const { return eagerCredit_; }
+  // GPU traffic under way with p (engine mutex held): sends to it (queued, awaiting their CTS or
+  // copying), and receives from it (advertised, or awaiting their data). The host rail stays off
+  // where both directions are busy.
+  bool sendingTo(const channel::shm::Peer& p) const;
+  bool receivingFrom(const channel::shm::Peer& p) const;
   // Which channel served a message (CGDR_STATS).
   void countChannel(sched::Channel c, std::size_t bytes);
   void forgetData(channel::shm::Peer& p, std::uint64_t msgId);

@@ -66,6 +66,7 @@ class ShmSend final : public base::Op {
   bool queued() const { return state_ == State::kQueued; }
   std::uint64_t msgId() const { return msgId_; }
   channel::shm::Peer& peer() { return peer_; }
+  const channel::shm::Peer& peer() const { return peer_; }
 
  private:
   enum class State { kQueued, kWaitAck, kWaitCts, kStreaming, kDone };

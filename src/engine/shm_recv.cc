@@ -292,6 +292,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         target.flags = want | (target.flags & GpuOffer::kMps);
+        if (sched::hostRail(sched::table(), q) > 0) q.bothWays = e_.sendingTo(from);
         if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc,
                       sched::hostRail(sched::table(), q)))
           return;

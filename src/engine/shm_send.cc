@@ -249,7 +249,10 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   sched::Query rail = q;
   rail.dst = sched::Dst::kGpu;
   rail.caps.otherGpu = place == GpuPaths::Place::kOtherVisible || place == GpuPaths::Place::kInvisible;
-  if (sched::hostRail(sched::table(), rail) > 0) return false;
+  if (sched::hostRail(sched::table(), rail) > 0) {
+    rail.bothWays = e_.receivingFrom(peer_);
+    if (sched::hostRail(sched::table(), rail) > 0) return false;
+  }
   // One GPU, the receiver drives: it pulls after the envelope (this process leaves the GPU alone).
   // (pullable takes the paths mutex and looks the buffer up: asked only of the driver's adverts)
   if (sched::leaveToReceiver(sched::table(), q) && paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem()))

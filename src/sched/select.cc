@@ -41,7 +41,7 @@ bool senderCopies(const Table& t, const Query& q) {
 
 std::size_t hostRail(const Table& t, const Query& q) {
   if (t.forced != Channel::kCount || t.railShare <= 0 || !q.caps.otherGpu || !q.caps.contiguous ||
-      q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu ||
+      q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu || q.bothWays ||
       q.bytes <= t.railOffset)
     return 0;
   double share = t.railShare < 0.9 ? t.railShare : 0.9;  // NVLink keeps a part: PUSHED names it

@@ -51,6 +51,9 @@ struct Query {
   // sender is the pair's driver (Table::sameGpuDriver).
   bool sameGpu = false;
   bool senderDrives = false;
+  // The pair has GPU traffic under way the other way too (the host rail stays off: each GPU's copy
+  // engines and PCIe link carry its own outgoing messages already).
+  bool bothWays = false;
 };
 
 // One rule: messages up to maxBytes use channel (if the pair can), else the next rule applies.
@@ -122,7 +125,7 @@ bool senderCopies(const Table& t, const Query& q);
 bool leaveToReceiver(const Table& t, const Query& q);
 // Pure: how many bytes at the end of a device-to-GPU message copied once (pushed) should go through
 // host memory instead (Table::railShare); 0: all over the single-copy channel. Only between two
-// GPUs (q.caps.otherGpu), never under a forced channel.
+// GPUs (q.caps.otherGpu), with traffic one way only (not q.bothWays), never under a forced channel.
 std::size_t hostRail(const Table& t, const Query& q);
 constexpr std::size_t kRailGrain = 64 << 10;
 // Whether the pair can use a channel at all for this query.

@@ -166,6 +166,9 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
     EXPECT_EQ(sched::hostRail(t, q), 0u) << "destination " << int(d);
   }
   q.dst = Dst::kGpu;
+  q.bothWays = true;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "traffic both ways: each side's links carry its own messages";
+  q.bothWays = false;
   q.caps.contiguous = false;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "non-contiguous data is not pushed";
   q.caps.contiguous = true;
