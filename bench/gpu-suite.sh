@@ -160,12 +160,14 @@ if has tune 60; then
 fi
 
 if has rail 60; then
-  # The host rail beside NVLink by share (CGDR_CUDA_HOST_RAIL_SHARE; RAIL_X: more settings, e.g.
+  # The host rail beside NVLink by share (CGDR_CUDA_HOST_RAIL_SHARE and _INVISIBLE, or "default":
+  # the defaults; RAIL_X: more settings, e.g.
   # "CGDR_CUDA_HOST_RAIL_OFFSET=0"): D D latency (us), bw and bibw (GB/s; RAIL_TESTS) across pods
   # and natively, the shares alternated RAIL_ROUNDS times.
   for ((r = 1; r <= ${RAIL_ROUNDS:-1}; ++r)); do
     for sh in ${RAIL_SHARES:-0 0.06 0.1 0.14}; do
-      xs=(-x CGDR_CUDA_HOST_RAIL_SHARE=$sh)
+      xs=(-x CGDR_CUDA_HOST_RAIL_SHARE=$sh -x CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE=$sh)
+      [ "$sh" = default ] && xs=()
       for v in ${RAIL_X:-}; do xs+=(-x "$v"); done
       for t in ${RAIL_TESTS:-latency bw bibw}; do
         div=1; [ $t != latency ] && div=1000

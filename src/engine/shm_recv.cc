@@ -264,6 +264,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
       place = paths->placeOf(env.offer, target_.gpu() ? target_.device() : -1);
       issue_ = GpuPaths::issueFor(place);
       q.caps.otherGpu = target_.gpu() && (place == GpuPaths::Place::kOtherVisible || place == GpuPaths::Place::kInvisible);
+      q.caps.otherGpuInvisible = target_.gpu() && place == GpuPaths::Place::kInvisible;
     }
     // Where the sender can map this rank's buffer it may push: the same single-copy channels.
     // posted: above the pull limit it pushes, so both directions of a pair agree on who copies

@@ -249,6 +249,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   sched::Query rail = q;
   rail.dst = sched::Dst::kGpu;
   rail.caps.otherGpu = place == GpuPaths::Place::kOtherVisible || place == GpuPaths::Place::kInvisible;
+  rail.caps.otherGpuInvisible = place == GpuPaths::Place::kInvisible;
   if (sched::hostRail(sched::table(), rail) > 0) {
     rail.bothWays = e_.receivingFrom(peer_);
     if (sched::hostRail(sched::table(), rail) > 0) return false;

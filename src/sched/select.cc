@@ -40,11 +40,12 @@ bool senderCopies(const Table& t, const Query& q) {
 }
 
 std::size_t hostRail(const Table& t, const Query& q) {
-  if (t.forced != Channel::kCount || t.railShare <= 0 || !q.caps.otherGpu || !q.caps.contiguous ||
+  double share = q.caps.otherGpuInvisible ? t.railShareInvisible : t.railShare;
+  if (t.forced != Channel::kCount || share <= 0 || !q.caps.otherGpu || !q.caps.contiguous ||
       q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu || q.bothWays ||
       q.bytes <= t.railOffset)
     return 0;
-  double share = t.railShare < 0.9 ? t.railShare : 0.9;  // NVLink keeps a part: PUSHED names it
+  if (share > 0.9) share = 0.9;  // NVLink keeps a part: PUSHED names it
   auto tail = static_cast<std::size_t>(share * static_cast<double>(q.bytes - t.railOffset));
   return tail / kRailGrain * kRailGrain;
 }
@@ -109,10 +110,11 @@ std::string Table::describe() const {
                     "(not advertised)", pat ? "bandwidth" : "latency", lim);
       out += line;
     }
-  if (railShare > 0) {
+  if (railShare > 0 || railShareInvisible > 0) {
     std::snprintf(line, sizeof line,
-                  "GPU to another GPU, single copy: %.3f of the bytes beyond %zu through host memory beside it\n",
-                  railShare, railOffset);
+                  "GPU to another GPU, single copy, one way: %.3f (that GPU not visible here: %.3f) of the bytes "
+                  "beyond %zu through host memory beside it\n",
+                  railShare, railShareInvisible, railOffset);
     out += line;
   } else {
     out += "GPU to another GPU, single copy: no host rail\n";

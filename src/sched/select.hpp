@@ -37,6 +37,9 @@ struct Caps {
   // The destination is on another GPU than the source (each with its own link to host memory):
   // a single copy between them may send part of the bytes through host memory (hostRail).
   bool otherGpu = false;
+  // ... and this process cannot see that GPU (a container that sees only its own): its NVLink
+  // copies run slower (~363 against ~387 GB/s on nvidia-h100-x2), so host memory takes a larger share.
+  bool otherGpuInvisible = false;
 };
 
 struct Query {
@@ -103,7 +106,7 @@ class Table {
   // railShare is the host path's part of the two paths' bandwidth (B_host / (B_nvlink + B_host)),
   // railOffset the host path's extra start-up time in NVLink bytes (host path time - NVLink time
   // for its first block, x B_nvlink). railShare 0: off.
-  double railShare = 0;
+  double railShare = 0, railShareInvisible = 0;  // the latter where caps.otherGpuInvisible
   std::size_t railOffset = 0;
 
  private:

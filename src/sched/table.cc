@@ -58,11 +58,17 @@ Setting<Bytes> gPullLimit("CGDR_CUDA_PULL_LIMIT", "1M", "bytes",
                           "traffic).");
 Setting<Bytes> gPullLimitBw("CGDR_CUDA_PULL_LIMIT_BW", "1M", "bytes",
                             "As CGDR_CUDA_PULL_LIMIT, for bandwidth-bound traffic.");
-Setting<double> gRailShare("CGDR_CUDA_HOST_RAIL_SHARE", "0.1", "fraction",
-                           "A device message copied once to another GPU (pushed by its sender) sends this share of its "
-                           "bytes beyond CGDR_CUDA_HOST_RAIL_OFFSET through host memory (the sender's PCIe link, "
-                           "then the receiver's) while the rest crosses NVLink: two links at once. Measured on "
-                           "nvidia-h100-x2: NVLink ~350-390 GB/s, host path ~45 GB/s (docs/performance.md). 0: off.");
+Setting<double> gRailShare("CGDR_CUDA_HOST_RAIL_SHARE", "0.07", "fraction",
+                           "A device message copied once to another GPU (pushed by its sender), with no GPU traffic "
+                           "the other way, sends this share of its bytes beyond CGDR_CUDA_HOST_RAIL_OFFSET through "
+                           "host memory (the sender's PCIe link, then the receiver's) while the rest crosses NVLink: "
+                           "two links at once. Where the receiving process sees the other GPU; best of 0.06-0.1 on "
+                           "nvidia-h100-x2 natively (docs/performance.md). 0: off.");
+Setting<double> gRailShareInvisible("CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0.1", "fraction",
+                                    "As CGDR_CUDA_HOST_RAIL_SHARE, where the receiving process cannot see the other "
+                                    "GPU (a container that sees only its own): NVLink copies run slower there, so "
+                                    "host memory takes a larger share (best of 0.06-0.14 across pods on "
+                                    "nvidia-h100-x2). 0: off.");
 Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "8M", "bytes",
                            "See CGDR_CUDA_HOST_RAIL_SHARE: the host path's longer start, in bytes NVLink moves "
                            "meanwhile (messages up to this size cross NVLink alone).");
@@ -149,6 +155,7 @@ Table Table::fromSettings() {
   if (gForce.get().index > 0) t.forced = static_cast<Channel>(gForce.get().index - 1);
   t.sameGpuDriver = gSameGpuDriver.get();
   t.railShare = gRailShare.get() > 0 ? gRailShare.get() : 0;
+  t.railShareInvisible = gRailShareInvisible.get() > 0 ? gRailShareInvisible.get() : 0;
   t.railOffset = gRailOffset.get().value;
   return t;
 }

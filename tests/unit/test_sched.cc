@@ -90,7 +90,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
     for (mem::MemKind src : {mem::MemKind::kHost, mem::MemKind::kDevice, mem::MemKind::kManaged})
       for (Dst dst : {Dst::kUnknown, Dst::kHost, Dst::kGpu, Dst::kPosted})
         for (Pattern pat : {Pattern::kLatency, Pattern::kBandwidth})
-          for (int capBits = 0; capBits < 512; ++capBits)
+          for (int capBits = 0; capBits < 1024; ++capBits)
             for (std::size_t n : sizes) {
               Query q{static_cast<PeerClass>(p), src, dst, n, pat, Caps{}};
               q.sameGpu = capBits & 64;  // who copies, and where the cuMem ring starts
@@ -102,6 +102,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               q.caps.gdrcopy = capBits & 16;
               q.caps.contiguous = !(capBits & 32);
               q.caps.otherGpu = capBits & 256;
+              q.caps.otherGpuInvisible = capBits & 512;
               Channel got = sched::select(t, q);
               Channel want = expected(q);
               ASSERT_EQ(got, want) << "peer " << p << " src " << mem::kindName(src) << " dst " << int(dst)
@@ -120,16 +121,18 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               // which the engine asks only then).
               ASSERT_EQ(sched::leaveToReceiver(t, q), q.sameGpu && !q.senderDrives && p != 0)
                   << "peer " << p << " caps " << capBits;
-              // The host rail: a tenth of what exceeds 8 MiB, in whole 64 KiB blocks, from device
-              // memory into a GPU buffer on another GPU (contiguous, between two processes).
+              // The host rail: 7 % of what exceeds 8 MiB (10 % where the other GPU is not visible),
+              // in whole 64 KiB blocks, from device memory into a GPU buffer on another GPU
+              // (contiguous, between two processes).
+              std::size_t over = n > (8u << 20) ? n - (8u << 20) : 0;
               std::size_t rail = src == mem::MemKind::kDevice && dst == Dst::kGpu && p != 0 && !q.sameGpu &&
-                                         q.caps.otherGpu && q.caps.contiguous && n > (8u << 20)
-                                     ? (n - (8u << 20)) / 10 / 65536 * 65536
+                                         q.caps.otherGpu && q.caps.contiguous && over
+                                     ? (q.caps.otherGpuInvisible ? over / 10 : over * 7 / 100) / 65536 * 65536
                                      : 0;
               ASSERT_EQ(sched::hostRail(t, q), rail) << "peer " << p << " caps " << capBits << " bytes " << n;
               ++checked;
             }
-  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 512 * 18);
+  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 1024 * 18);
 }
 
 // The host rail beside a single copy between two GPUs: its tail by size and settings.
@@ -183,7 +186,13 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   q.bytes = 256u << 20;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "a forced channel carries the whole message";
   t = tableWith({});
-  EXPECT_EQ(sched::hostRail(t, q), (248u << 20) / 10 / 65536 * 65536) << "defaults: 0.1 beyond 8 MiB";
+  EXPECT_EQ(sched::hostRail(t, q), (248u << 20) * 7 / 100 / 65536 * 65536) << "defaults: 0.07 beyond 8 MiB";
+  q.caps.otherGpuInvisible = true;
+  EXPECT_EQ(sched::hostRail(t, q), (248u << 20) / 10 / 65536 * 65536) << "the other GPU not visible: 0.1";
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}});
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "off where the other GPU is not visible";
+  q.caps.otherGpuInvisible = false;
+  EXPECT_EQ(sched::hostRail(t, q), (248u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
 }
 
 TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
@@ -458,8 +467,12 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   // rule lists, the same-GPU lists of the two process classes, then their pull limits, then who
   // copies on one GPU
   EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
-  EXPECT_NE(d.find("0.100 of the bytes beyond 8388608 through host memory"), std::string::npos) << d;
-  EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}}).describe().find("no host rail"), std::string::npos);
+  EXPECT_NE(d.find("0.070 (that GPU not visible here: 0.100) of the bytes beyond 8388608 through host memory"),
+            std::string::npos) << d;
+  EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}})
+                .describe()
+                .find("no host rail"),
+            std::string::npos);
   EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
   EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
 }
