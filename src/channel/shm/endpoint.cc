@@ -190,8 +190,10 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
     p->advertsIn = AdvertBoard(at<AdvertSlot>(ep->mine_, ep->geo_.advertOffset(i)), kAdvertSlots);
     p->advertsOut = AdvertReader(at<AdvertSlot>(theirs, ep->geo_.advertOffset(myLocal)), kAdvertSlots);
     auto* h = static_cast<SegmentHeader*>(static_cast<void*>(theirs));
-    const auto& rec = topo::locality().records[p->worldRank];
-    if (cfg.cma && (i == myLocal || rec.nsPid == myRec.nsPid)) {
+    // (the locality table names every co-located rank once detection ran; without it, no CMA)
+    const auto& recs = topo::locality().records;
+    bool sameNs = static_cast<std::size_t>(p->worldRank) < recs.size() && recs[p->worldRank].nsPid == myRec.nsPid;
+    if (cfg.cma && (i == myLocal || sameNs)) {
       p->pid = h->pid;
       p->cma = probeCma(h->pid, h->probeAddr, h->probeValue);
     }
