@@ -116,9 +116,10 @@ class ShmEngine {
   GpuPaths* gpu() { return gpu_.get(); }
   std::size_t eagerLimit() const { return eagerLimit_; }
   std::size_t eagerCredit() const { return eagerCredit_; }
-  // GPU traffic under way with p (engine mutex held): sends to it (queued, awaiting their CTS or
-  // copying), and receives from it (advertised, or awaiting their data). The host rail stays off
-  // where both directions are busy.
+  // Messages under way with p (engine mutex held): sends to it (queued, awaiting their CTS or ACK,
+  // or copying), and receives from it (advertised GPU receives, or awaiting their data). The host
+  // rail stays off where both directions are busy. Walk the in-flight sends: ask only for messages
+  // the rail would otherwise take.
   bool sendingTo(const channel::shm::Peer& p) const;
   bool receivingFrom(const channel::shm::Peer& p) const;
   // Which channel served a message (CGDR_STATS).

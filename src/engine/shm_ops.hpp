@@ -96,10 +96,10 @@ class ShmSend final : public base::Op {
   std::uint64_t msgId_ = 0;
   std::uint64_t toSend_ = 0, sent_ = 0;
   bool devRing_ = false;  // streaming through the cuMem ring (else host chunks)
-  bool async_ = false;    // GPU source copied block by block with the copy engine
+  bool async_ = false;    // GPU source copied block by block with the copy engine (with push_: the
+                          // host rail, the tail streaming through host chunks beside the push)
   bool push_ = false;     // one copy straight into the receiver's buffer (of its first pushLen_ bytes)
   bool pushPending_ = false;  // that copy has not been seen done yet
-  bool rail_ = false;         // the host rail: the tail streams through host chunks beside the push
   std::uint64_t pushLen_ = 0;
   CopyBlock pushBlock_;
   std::uint64_t advert_ = 0;  // the receiver's advert this send claimed (its completion names it)
@@ -180,7 +180,7 @@ class ShmRecv final : public base::Op {
   bool pulling_ = false;    // one copy from the sender's buffer, then FIN
   bool pushed_ = false;     // asked the sender to copy into the buffer (it may stream instead)
   bool pushDone_ = false;   // its PUSHED came
-  std::uint64_t railTail_ = 0;  // of a push: the last bytes, streamed through host chunks instead
+  std::uint64_t railTail_ = 0;  // of a push: the last bytes, asked to come through host chunks instead
   std::uint64_t advert_ = 0;  // advertised to the sender as this idx (until retracted or delivered)
   int device_ = -1;         // the GPU this rank copies with
   mem::Issue issue_ = mem::Issue::kMemcpy;  // how copies from the sender's GPU are issued

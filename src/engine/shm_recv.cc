@@ -187,11 +187,6 @@ bool ShmRecv::startPush(shm::Peer& from, const GpuOffer& target, sched::Channel 
   e_.countChannel(ch, size_);
   ++e_.stats().singleCopy;
   ++e_.stats().pushed;
-  if (railTail_) {  // a message served by two channels counts under both
-    e_.countChannel(sched::Channel::kHostPipe, size_);
-    ++e_.stats().railed;
-    e_.stats().railBytes += railTail_;
-  }
   sendCts(from, shm::StreamMode::kPush, static_cast<std::uint32_t>(c), railTail_);
   return true;
 }
@@ -205,6 +200,11 @@ void ShmRecv::onPushed(shm::Peer& from, std::uint64_t len) {
   }
   pushDone_ = true;
   got_ += len;
+  if (railTail_) {  // the sender did split (a message served by two channels counts under both)
+    e_.countChannel(sched::Channel::kHostPipe, size_);
+    ++e_.stats().railed;
+    e_.stats().railBytes += railTail_;
+  }
   if (got_ == expect_ && inflight_.empty()) {
     e_.forgetData(from, msgId_);
     complete(expect_, size_);
@@ -293,9 +293,13 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         target.flags = want | (target.flags & GpuOffer::kMps);
-        if (sched::hostRail(sched::table(), q) > 0) q.bothWays = e_.sendingTo(from);
+        std::size_t tail = sched::hostRail(sched::table(), q);
+        if (tail > 0) {  // (the traffic the other way is looked for only where the size alone would take it)
+          q.bothWays = e_.sendingTo(from);
+          tail = sched::hostRail(sched::table(), q);
+        }
         if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc,
-                      sched::hostRail(sched::table(), q)))
+                      tail))
           return;
       }
       if (startPull(from, env, ch)) return;

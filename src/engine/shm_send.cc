@@ -246,6 +246,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   if (ch != sched::Channel::kCudaIpc && ch != sched::Channel::kCudaVmmZc) return false;
   // A message large enough for the host rail beside NVLink takes the rendezvous (the receiver
   // asks for the split with its CTS); an advert's delivery is one copy.
+  // (the traffic the other way is looked for only where the size alone would take the rail)
   sched::Query rail = q;
   rail.dst = sched::Dst::kGpu;
   rail.caps.otherGpu = place == GpuPaths::Place::kOtherVisible || place == GpuPaths::Place::kInvisible;
@@ -360,7 +361,7 @@ bool ShmSend::pumpAsync() {
   }
   std::uint32_t chunkBytes = ep.geometry().chunkBytes;
   std::size_t block = devRing_ ? ring_.slotBytes : chunkBytes;
-  if (rail_ && !devRing_) {  // the host rail: blocks of neighbouring chunks
+  if (push_ && !devRing_) {  // the host rail: blocks of neighbouring chunks
     std::size_t span = std::max<std::size_t>(1, std::min<std::size_t>(gRailBlock.get().value / chunkBytes,
                                                                       ep.geometry().chunks / 2));
     block = span * chunkBytes;
@@ -403,7 +404,6 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
     if (tail) {  // the host rail: the last bytes through the host chunks, block by block, meanwhile
       sent_ = toSend_ - tail;
       async_ = true;
-      rail_ = true;
       if (GpuPaths* paths = e_.gpu()) paths->pin(e_.endpoint().chunk(0), e_.endpoint().chunkRegionBytes());
     }
     pump();

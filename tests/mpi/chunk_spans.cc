@@ -9,26 +9,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
-#include <set>
 #include <vector>
 
 #include "channel/shm/endpoint.hpp"
+#include "plain_check.hpp"
 
 using cgdr::channel::shm::Config;
 using cgdr::channel::shm::Endpoint;
 
 namespace {
-
-int failures = 0;
-#define CHECK(c, ...)                                            \
-  do {                                                           \
-    if (!(c)) {                                                  \
-      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, "\n");                                \
-      ++failures;                                                \
-    }                                                            \
-  } while (0)
 
 constexpr std::uint32_t kChunks = 8, kChunkBytes = 4096;
 
@@ -127,7 +116,7 @@ int main(int argc, char** argv) {
     CHECK(g == 0, "single chunk at %d, expected 0", g);
   }
   int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&plain_check::failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   opened.value().reset();
   if (me == 0) std::printf("%s chunk_spans\n", all ? "FAIL" : "PASS");
   MPI_Finalize();

@@ -13,21 +13,11 @@
 #include <random>
 
 #include "channel/cuda_vmm/link.hpp"
+#include "plain_check.hpp"
 
 using cgdr::channel::cuda_vmm::Link;
 
 namespace {
-
-int failures = 0;
-#define CHECK(c, ...)                                     \
-  do {                                                    \
-    if (!(c)) {                                           \
-      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                  \
-      std::fprintf(stderr, "\n");                         \
-      ++failures;                                         \
-    }                                                     \
-  } while (0)
 
 int openFds() {
   int n = 0;
@@ -121,7 +111,7 @@ int main(int argc, char** argv) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   int all = 0;
-  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&plain_check::failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (me == 0) std::printf("%s link_release\n", all ? "FAIL" : "PASS");
   opened.value().reset();
   MPI_Finalize();

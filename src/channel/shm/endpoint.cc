@@ -206,22 +206,8 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
 
 Endpoint::~Endpoint() = default;
 
-int Endpoint::takeChunk() {
-  auto* flags = at<ChunkFlag>(mine_, geo_.flagsOffset());
-  for (std::uint32_t k = 0; k < geo_.chunks; ++k) {
-    std::uint32_t c = (nextChunk_ + k) % geo_.chunks;
-    auto busy = std::atomic_ref<std::uint32_t>(flags[c].busy);
-    if (busy.load(std::memory_order_acquire) == 0) {
-      busy.store(1, std::memory_order_relaxed);
-      nextChunk_ = c + 1;
-      return static_cast<int>(c);
-    }
-  }
-  return -1;
-}
-
 int Endpoint::takeChunks(std::uint32_t n) {
-  if (n <= 1) return takeChunk();
+  if (n == 0) n = 1;
   if (n > geo_.chunks) return -1;
   auto* flags = at<ChunkFlag>(mine_, geo_.flagsOffset());
   auto freeAt = [&](std::uint32_t c) {

@@ -62,9 +62,9 @@ class Endpoint {
   std::size_t segmentBytes() const { return geo_.total(); }
 
   // This rank's bulk chunks (it is their only producer).
-  int takeChunk();
+  int takeChunk() { return takeChunks(1); }
   // n neighbouring chunks at once, one block of n x chunkBytes (the host rail's larger blocks:
-  // fewer copies, each with its fixed cost); the first, or -1.
+  // fewer copies, each with its fixed cost), never wrapping past the last; the first, or -1.
   int takeChunks(std::uint32_t n);
   // How many chunks a block of len bytes (len > 0) written from the start of a chunk spans.
   std::uint32_t chunksOf(std::uint64_t len) const {
