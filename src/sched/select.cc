@@ -41,12 +41,13 @@ bool senderCopies(const Table& t, const Query& q) {
 
 std::size_t hostRail(const Table& t, const Query& q) {
   double share = q.caps.otherGpuInvisible ? t.railShareInvisible : t.railShare;
+  std::size_t offset = t.railOffset[static_cast<int>(q.pattern)];
   if (t.forced != Channel::kCount || share <= 0 || !q.caps.otherGpu || !q.caps.contiguous ||
       q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu || q.bothWays ||
-      q.bytes <= t.railOffset)
+      q.bytes <= offset)
     return 0;
   if (share > 0.9) share = 0.9;  // NVLink keeps a part: PUSHED names it
-  auto tail = static_cast<std::size_t>(share * static_cast<double>(q.bytes - t.railOffset));
+  auto tail = static_cast<std::size_t>(share * static_cast<double>(q.bytes - offset));
   return tail / kRailGrain * kRailGrain;
 }
 
@@ -113,8 +114,9 @@ std::string Table::describe() const {
   if (railShare > 0 || railShareInvisible > 0) {
     std::snprintf(line, sizeof line,
                   "GPU to another GPU, single copy, one way: %.3f (that GPU not visible here: %.3f) of the bytes "
-                  "beyond %zu through host memory beside it\n",
-                  railShare, railShareInvisible, railOffset);
+                  "beyond %zu (bandwidth-bound traffic: beyond %zu) through host memory beside it\n",
+                  railShare, railShareInvisible, railOffset[static_cast<int>(Pattern::kLatency)],
+                  railOffset[static_cast<int>(Pattern::kBandwidth)]);
     out += line;
   } else {
     out += "GPU to another GPU, single copy: no host rail\n";

@@ -104,10 +104,12 @@ class Table {
   // engine pushes the rest over NVLink, and the receiver copies each host block to its GPU over
   // its own PCIe link. Tail bytes = railShare x (bytes - railOffset), rounded down to 64 KiB:
   // railShare is the host path's part of the two paths' bandwidth (B_host / (B_nvlink + B_host)),
-  // railOffset the host path's extra start-up time in NVLink bytes (host path time - NVLink time
-  // for its first block, x B_nvlink). railShare 0: off.
+  // railOffset the host path's extra start-up time a (its first block out, its last block in) in
+  // NVLink bytes, a x B_nvlink: both paths then end together, (N - T) / B_nvlink = a + T / B_host.
+  // Messages in flight together (bandwidth-bound traffic) hide that start: a smaller offset there.
+  // railShare 0: off.
   double railShare = 0, railShareInvisible = 0;  // the latter where caps.otherGpuInvisible
-  std::size_t railOffset = 0;
+  std::size_t railOffset[2] = {0, 0};  // by Pattern: bandwidth-bound traffic hides the start
 
  private:
   std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][4][2];

@@ -69,9 +69,14 @@ Setting<double> gRailShareInvisible("CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0.1"
                                     "GPU (a container that sees only its own): NVLink copies run slower there, so "
                                     "host memory takes a larger share (best of 0.06-0.14 across pods on "
                                     "nvidia-h100-x2). 0: off.");
-Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "8M", "bytes",
-                           "See CGDR_CUDA_HOST_RAIL_SHARE: the host path's longer start, in bytes NVLink moves "
-                           "meanwhile (messages up to this size cross NVLink alone).");
+Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "16M", "bytes",
+                           "See CGDR_CUDA_HOST_RAIL_SHARE: the host path's longer start (its first block's copy out "
+                           "and last block's copy in), in bytes NVLink moves meanwhile; messages up to this size "
+                           "cross NVLink alone. For latency-bound traffic: ~44 us x ~360 GB/s on nvidia-h100-x2 "
+                           "(docs/performance.md, twenty-sixth session).");
+Setting<Bytes> gRailOffsetBw("CGDR_CUDA_HOST_RAIL_OFFSET_BW", "8M", "bytes",
+                             "As CGDR_CUDA_HOST_RAIL_OFFSET, for bandwidth-bound traffic (messages in flight "
+                             "together hide the host path's start behind each other).");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});
 Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
@@ -156,7 +161,8 @@ Table Table::fromSettings() {
   t.sameGpuDriver = gSameGpuDriver.get();
   t.railShare = gRailShare.get() > 0 ? gRailShare.get() : 0;
   t.railShareInvisible = gRailShareInvisible.get() > 0 ? gRailShareInvisible.get() : 0;
-  t.railOffset = gRailOffset.get().value;
+  t.railOffset[static_cast<int>(Pattern::kLatency)] = gRailOffset.get().value;
+  t.railOffset[static_cast<int>(Pattern::kBandwidth)] = gRailOffsetBw.get().value;
   return t;
 }
 
