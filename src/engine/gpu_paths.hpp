@@ -69,6 +69,11 @@ class GpuPaths {
   // side: as between two GPUs).
   enum class Place : std::uint8_t { kUnknown, kSameGpu, kSameGpuMps, kOtherVisible, kInvisible };
   Place placeOf(const GpuOffer& o, int device);
+  // The host rail's capabilities for a destination at p (sched::Caps::otherGpu, otherGpuInvisible).
+  static void railCaps(Place p, sched::Caps* caps) {
+    caps->otherGpu = p == Place::kOtherVisible || p == Place::kInvisible;
+    caps->otherGpuInvisible = p == Place::kInvisible;
+  }
   static mem::Issue issueFor(Place p) {
     return p == Place::kSameGpu || p == Place::kSameGpuMps || p == Place::kInvisible ? mem::Issue::kGraph
                                                                                       : mem::Issue::kMemcpy;

@@ -263,8 +263,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
       q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
       place = paths->placeOf(env.offer, target_.gpu() ? target_.device() : -1);
       issue_ = GpuPaths::issueFor(place);
-      q.caps.otherGpu = target_.gpu() && (place == GpuPaths::Place::kOtherVisible || place == GpuPaths::Place::kInvisible);
-      q.caps.otherGpuInvisible = target_.gpu() && place == GpuPaths::Place::kInvisible;
+      if (target_.gpu()) GpuPaths::railCaps(place, &q.caps);
     }
     // Where the sender can map this rank's buffer it may push: the same single-copy channels.
     // posted: above the pull limit it pushes, so both directions of a pair agree on who copies
@@ -293,11 +292,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         target.flags = want | (target.flags & GpuOffer::kMps);
-        std::size_t tail = sched::hostRail(sched::table(), q);
-        if (tail > 0) {  // (the traffic the other way is looked for only where the size alone would take it)
-          q.bothWays = e_.sendingTo(from);
-          tail = sched::hostRail(sched::table(), q);
-        }
+        std::size_t tail = sched::hostRail(sched::table(), q, [&] { return e_.sendingTo(from); });
         if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc,
                       tail))
           return;

@@ -246,15 +246,10 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   if (ch != sched::Channel::kCudaIpc && ch != sched::Channel::kCudaVmmZc) return false;
   // A message large enough for the host rail beside NVLink takes the rendezvous (the receiver
   // asks for the split with its CTS); an advert's delivery is one copy.
-  // (the traffic the other way is looked for only where the size alone would take the rail)
   sched::Query rail = q;
   rail.dst = sched::Dst::kGpu;
-  rail.caps.otherGpu = place == GpuPaths::Place::kOtherVisible || place == GpuPaths::Place::kInvisible;
-  rail.caps.otherGpuInvisible = place == GpuPaths::Place::kInvisible;
-  if (sched::hostRail(sched::table(), rail) > 0) {
-    rail.bothWays = e_.receivingFrom(peer_);
-    if (sched::hostRail(sched::table(), rail) > 0) return false;
-  }
+  GpuPaths::railCaps(place, &rail.caps);
+  if (sched::hostRail(sched::table(), rail, [&] { return e_.receivingFrom(peer_); }) > 0) return false;
   // One GPU, the receiver drives: it pulls after the envelope (this process leaves the GPU alone).
   // (pullable takes the paths mutex and looks the buffer up: asked only of the driver's adverts)
   if (sched::leaveToReceiver(sched::table(), q) && paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem()))
@@ -404,7 +399,7 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
     if (tail) {  // the host rail: the last bytes through the host chunks, block by block, meanwhile
       sent_ = toSend_ - tail;
       async_ = true;
-      if (GpuPaths* paths = e_.gpu()) paths->pin(e_.endpoint().chunk(0), e_.endpoint().chunkRegionBytes());
+      pinChunks();
     }
     pump();
     return;
@@ -414,11 +409,14 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
   devRing_ = device && paths && mode == static_cast<std::uint64_t>(shm::StreamMode::kDevRing) &&
              paths->ring(peer_.worldRank, data_.mem().device, &ring_);
   async_ = device;
-  if (async_ && !devRing_ && paths) {  // page-lock this rank's chunks once, for asynchronous copies
-    shm::Endpoint& ep = e_.endpoint();
-    paths->pin(ep.chunk(0), ep.chunkRegionBytes());
-  }
+  if (async_ && !devRing_) pinChunks();
   pump();
+}
+
+// Page-locks this rank's chunks (once: GpuPaths remembers) for asynchronous copies into them.
+void ShmSend::pinChunks() {
+  shm::Endpoint& ep = e_.endpoint();
+  if (GpuPaths* paths = e_.gpu()) paths->pin(ep.chunk(0), ep.chunkRegionBytes());
 }
 
 void ShmSend::abort(const base::Status& s) {

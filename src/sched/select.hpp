@@ -132,6 +132,14 @@ bool leaveToReceiver(const Table& t, const Query& q);
 // host memory instead (Table::railShare); 0: all over the single-copy channel. Only between two
 // GPUs (q.caps.otherGpu), with traffic one way only (not q.bothWays), never under a forced channel.
 std::size_t hostRail(const Table& t, const Query& q);
+// The same, where whether GPU traffic flows the other way (q.bothWays) costs a walk of the messages
+// in flight: bothWays() is asked only where the size and the pair alone would take the rail.
+template <class BothWays>
+std::size_t hostRail(const Table& t, Query q, BothWays bothWays) {
+  if (hostRail(t, q) == 0) return 0;
+  q.bothWays = bothWays();
+  return hostRail(t, q);
+}
 constexpr std::size_t kRailGrain = 64 << 10;
 // Whether the pair can use a channel at all for this query.
 bool usable(Channel c, const Query& q);

@@ -223,6 +223,28 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   EXPECT_EQ(sched::hostRail(t, q), (248u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
 }
 
+// The traffic the other way is looked for (a walk of the messages in flight) only where the rail
+// would otherwise be taken, and then decides.
+TEST_F(Sched, HostRailAsksAboutTheOtherWayOnlyWhereTheSizeTakesIt) {
+  sched::Table t = tableWith({});
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 16u << 20, Pattern::kLatency, Caps{}};
+  q.caps.otherGpu = true;
+  int asked = 0;
+  auto oneWay = [&] { ++asked; return false; };
+  auto bothWays = [&] { ++asked; return true; };
+  EXPECT_EQ(sched::hostRail(t, q, bothWays), 0u) << "latency-bound 16 MiB: NVLink alone";
+  EXPECT_EQ(asked, 0) << "not asked where the size alone keeps the rail off";
+  q.bytes = 64u << 20;
+  EXPECT_EQ(sched::hostRail(t, q, oneWay), sched::hostRail(t, q));
+  EXPECT_EQ(asked, 1);
+  EXPECT_GT(sched::hostRail(t, q, oneWay), 0u);
+  EXPECT_EQ(sched::hostRail(t, q, bothWays), 0u) << "traffic both ways: off";
+  EXPECT_EQ(asked, 3);
+  q.caps.otherGpu = false;
+  EXPECT_EQ(sched::hostRail(t, q, bothWays), 0u);
+  EXPECT_EQ(asked, 3) << "not asked on one GPU";
+}
+
 TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
   sched::Table t = tableWith({});
   Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 8, Pattern::kLatency, Caps{}};
