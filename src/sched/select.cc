@@ -44,7 +44,7 @@ std::size_t hostRail(const Table& t, const Query& q) {
   std::size_t offset = t.railOffset[static_cast<int>(q.pattern)];
   if (t.forced != Channel::kCount || share <= 0 || !q.caps.otherGpu || !q.caps.contiguous ||
       q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu || q.bothWays ||
-      q.bytes <= offset)
+      q.bytes <= offset || q.bytes < t.railMin[static_cast<int>(q.pattern)])
     return 0;
   if (share > 0.9) share = 0.9;  // NVLink keeps a part: PUSHED names it
   auto tail = static_cast<std::size_t>(share * static_cast<double>(q.bytes - offset));
@@ -75,7 +75,7 @@ std::string Table::describe() const {
   static const char* dsts[] = {"(sender: eager?)", "to host", "to GPU", "to posted GPU"};
   std::string out = "# cgdr scheduler table (first usable rule whose size bound holds)\n";
   if (forced != Channel::kCount) out += std::string("# forced channel: ") + channelName(forced) + "\n";
-  char line[256];
+  char line[384];
   auto appendRules = [&](const std::vector<Rule>& rs) {
     for (const Rule& r : rs) {
       if (r.maxBytes == SIZE_MAX) std::snprintf(line, sizeof line, " %s", channelName(r.channel));
@@ -114,9 +114,11 @@ std::string Table::describe() const {
   if (railShare > 0 || railShareInvisible > 0) {
     std::snprintf(line, sizeof line,
                   "GPU to another GPU, single copy, one way: %.3f (that GPU not visible here: %.3f) of the bytes "
-                  "beyond %zu (bandwidth-bound traffic: beyond %zu) through host memory beside it\n",
+                  "beyond %zu of messages from %zu bytes on (bandwidth-bound traffic: beyond %zu, from %zu on) "
+                  "through host memory beside it\n",
                   railShare, railShareInvisible, railOffset[static_cast<int>(Pattern::kLatency)],
-                  railOffset[static_cast<int>(Pattern::kBandwidth)]);
+                  railMin[static_cast<int>(Pattern::kLatency)], railOffset[static_cast<int>(Pattern::kBandwidth)],
+                  railMin[static_cast<int>(Pattern::kBandwidth)]);
     out += line;
   } else {
     out += "GPU to another GPU, single copy: no host rail\n";

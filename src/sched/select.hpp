@@ -106,10 +106,12 @@ class Table {
   // railShare is the host path's part of the two paths' bandwidth (B_host / (B_nvlink + B_host)),
   // railOffset the host path's extra start-up time a (its first block out, its last block in) in
   // NVLink bytes, a x B_nvlink: both paths then end together, (N - T) / B_nvlink = a + T / B_host.
-  // Messages in flight together (bandwidth-bound traffic) hide that start: a smaller offset there.
-  // railShare 0: off.
+  // Messages in flight together (bandwidth-bound traffic) hide that start: no offset there, but a
+  // smallest message (railMin), under which each message's extra host copies cost more than the
+  // bytes they take off NVLink. railShare 0: off.
   double railShare = 0, railShareInvisible = 0;  // the latter where caps.otherGpuInvisible
   std::size_t railOffset[2] = {0, 0};  // by Pattern: bandwidth-bound traffic hides the start
+  std::size_t railMin[2] = {0, 0};     // by Pattern: messages under it cross NVLink alone
 
  private:
   std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][4][2];

@@ -74,9 +74,18 @@ Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "16M", "bytes",
                            "and last block's copy in), in bytes NVLink moves meanwhile; messages up to this size "
                            "cross NVLink alone. For latency-bound traffic: ~44 us x ~360 GB/s on nvidia-h100-x2 "
                            "(docs/performance.md, twenty-sixth session).");
-Setting<Bytes> gRailOffsetBw("CGDR_CUDA_HOST_RAIL_OFFSET_BW", "8M", "bytes",
-                             "As CGDR_CUDA_HOST_RAIL_OFFSET, for bandwidth-bound traffic (messages in flight "
-                             "together hide the host path's start behind each other).");
+Setting<Bytes> gRailOffsetBw("CGDR_CUDA_HOST_RAIL_OFFSET_BW", "0", "bytes",
+                             "As CGDR_CUDA_HOST_RAIL_OFFSET, for bandwidth-bound traffic: messages in flight "
+                             "together hide the host path's start behind each other, so none by default (the "
+                             "share of the whole message, from CGDR_CUDA_HOST_RAIL_MIN_BW on).");
+Setting<Bytes> gRailMin("CGDR_CUDA_HOST_RAIL_MIN", "0", "bytes",
+                        "See CGDR_CUDA_HOST_RAIL_SHARE: messages under this size cross NVLink alone, whatever "
+                        "CGDR_CUDA_HOST_RAIL_OFFSET leaves beyond it (latency-bound traffic).");
+Setting<Bytes> gRailMinBw("CGDR_CUDA_HOST_RAIL_MIN_BW", "8M", "bytes",
+                          "As CGDR_CUDA_HOST_RAIL_MIN, for bandwidth-bound traffic: below it each message's host "
+                          "copies cost more than the share they move (on nvidia-h100-x2 the rail made 2 MiB "
+                          "windows 20 % slower, 4 MiB even, 8 MiB 5 % faster; docs/performance.md, "
+                          "twenty-seventh session).");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});
 Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
@@ -163,6 +172,8 @@ Table Table::fromSettings() {
   t.railShareInvisible = gRailShareInvisible.get() > 0 ? gRailShareInvisible.get() : 0;
   t.railOffset[static_cast<int>(Pattern::kLatency)] = gRailOffset.get().value;
   t.railOffset[static_cast<int>(Pattern::kBandwidth)] = gRailOffsetBw.get().value;
+  t.railMin[static_cast<int>(Pattern::kLatency)] = gRailMin.get().value;
+  t.railMin[static_cast<int>(Pattern::kBandwidth)] = gRailMinBw.get().value;
   return t;
 }
 

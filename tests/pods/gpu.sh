@@ -106,7 +106,7 @@ grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" && fail "pods: D to V took
 # The host rail across pods (each sees only its own GPU: the sender pushes through the imported
 # cuMem mapping while the tail goes through the host chunks), a 0.37 share beyond 1 MiB; on one
 # GPU there is no second link and no rail.
-out=$(run "pods, host rail" -n 2 --gpus "$G" -x CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE=0.37 -x CGDR_CUDA_HOST_RAIL_OFFSET=1M -x CGDR_CUDA_HOST_RAIL_OFFSET_BW=1M -- \
+out=$(run "pods, host rail" -n 2 --gpus "$G" -x CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE=0.37 -x CGDR_CUDA_HOST_RAIL_OFFSET=1M -x CGDR_CUDA_HOST_RAIL_OFFSET_BW=1M -x CGDR_CUDA_HOST_RAIL_MIN_BW=1M -- \
       "$T/p2p_basic" --kinds VV,DV,VD,DD --sizes "1M+1,1M+256K+3,3M+5,9M+7")
 if [ "$G" = "0;1" ]; then
   grep -q "host rail: [1-9]" <<<"$out" || fail "pods: no message took the host rail"

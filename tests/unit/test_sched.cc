@@ -84,7 +84,7 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
   sched::Table t = tableWith({});
   const std::size_t sizes[] = {0,           1,       8191,        8192,    8193,        65536,  128 * 1024 - 1,
                                128 * 1024,  1 << 20, (1 << 20) + 1, (2 << 20) - 1, 2 << 20, (4 << 20) - 1, 4 << 20,
-                               8 << 20,     (8 << 20) + 1, (9 << 20) + 7, 16 << 20,      (16 << 20) + 1,
+                               (8 << 20) - 1, 8 << 20, (8 << 20) + 1, (9 << 20) + 7, 16 << 20, (16 << 20) + 1,
                                (17 << 20) + 9, std::size_t{256} << 20};
   int checked = 0;
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p)
@@ -122,12 +122,12 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               // which the engine asks only then).
               ASSERT_EQ(sched::leaveToReceiver(t, q), q.sameGpu && !q.senderDrives && p != 0)
                   << "peer " << p << " caps " << capBits;
-              // The host rail: 7 % of what exceeds 16 MiB for latency-bound traffic, 8 MiB for
-              // bandwidth-bound (10 % where the other GPU is not visible), in whole 64 KiB blocks,
-              // from device memory into a GPU buffer on another GPU (contiguous, between two
-              // processes).
-              std::size_t offset = pat == Pattern::kLatency ? 16u << 20 : 8u << 20;
-              std::size_t over = n > offset ? n - offset : 0;
+              // The host rail: 7 % of what exceeds 16 MiB for latency-bound traffic, of the whole
+              // message from 8 MiB on for bandwidth-bound (10 % where the other GPU is not visible),
+              // in whole 64 KiB blocks, from device memory into a GPU buffer on another GPU
+              // (contiguous, between two processes).
+              std::size_t over = pat == Pattern::kLatency ? (n > (16u << 20) ? n - (16u << 20) : 0)
+                                                          : (n >= (8u << 20) ? n : 0);
               std::size_t rail = src == mem::MemKind::kDevice && dst == Dst::kGpu && p != 0 && !q.sameGpu &&
                                          q.caps.otherGpu && q.caps.contiguous && over
                                      ? (q.caps.otherGpuInvisible ? over / 10 : over * 7 / 100) / 65536 * 65536
@@ -135,14 +135,15 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               ASSERT_EQ(sched::hostRail(t, q), rail) << "peer " << p << " caps " << capBits << " bytes " << n;
               ++checked;
             }
-  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 1024 * 21);
+  EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 1024 * 22);
 }
 
 // The host rail beside a single copy between two GPUs: its tail by size and settings.
 TEST_F(Sched, HostRailTailBySizeAndSettings) {
   sched::Table t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
                               {"CGDR_CUDA_HOST_RAIL_OFFSET", "1M"},
-                              {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"}});
+                              {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"},
+                              {"CGDR_CUDA_HOST_RAIL_MIN_BW", "0"}});
   Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 1 << 20, Pattern::kLatency, Caps{}};
   q.caps.otherGpu = true;
   q.caps.vmmZc = true;
@@ -157,16 +158,38 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "the same for bandwidth-bound traffic at the same offset";
   t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
                  {"CGDR_CUDA_HOST_RAIL_OFFSET", "1M"},
-                 {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "5M"}});
+                 {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "5M"},
+                 {"CGDR_CUDA_HOST_RAIL_MIN_BW", "0"}});
   EXPECT_EQ(sched::hostRail(t, q), 7u << 20) << "bandwidth-bound: a quarter of what exceeds its own offset";
   q.pattern = Pattern::kLatency;
   EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "latency-bound: its offset unchanged";
   t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
                  {"CGDR_CUDA_HOST_RAIL_OFFSET", "40M"},
-                 {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"}});
+                 {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"},
+                 {"CGDR_CUDA_HOST_RAIL_MIN_BW", "0"}});
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "latency-bound up to its offset: NVLink alone";
   q.pattern = Pattern::kBandwidth;
   EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "bandwidth-bound beyond its offset";
+  // The smallest message the rail takes, by pattern, whatever the offset leaves beyond it.
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
+                 {"CGDR_CUDA_HOST_RAIL_OFFSET", "1M"},
+                 {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"},
+                 {"CGDR_CUDA_HOST_RAIL_MIN", "40M"},
+                 {"CGDR_CUDA_HOST_RAIL_MIN_BW", "34615353"}});
+  EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "bandwidth-bound at its smallest message";
+  q.bytes = (33u << 20) + 12344;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "bandwidth-bound one byte under its smallest message";
+  q.pattern = Pattern::kLatency;
+  q.bytes = (40u << 20) - 1;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "latency-bound under its smallest message";
+  q.bytes = 40u << 20;
+  EXPECT_EQ(sched::hostRail(t, q), (39u << 20) / 4) << "latency-bound from its smallest message: beyond the offset";
+  q.pattern = Pattern::kBandwidth;
+  q.bytes = (33u << 20) + 12345;
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
+                 {"CGDR_CUDA_HOST_RAIL_OFFSET", "40M"},
+                 {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"},
+                 {"CGDR_CUDA_HOST_RAIL_MIN_BW", "0"}});
   q.peer = PeerClass::kSameNamespace;
   EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "the same between ranks of one namespace";
   q.peer = PeerClass::kSelf;
@@ -205,22 +228,26 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   q.bytes = 256u << 20;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "a forced channel carries the whole message";
   t = tableWith({});
-  EXPECT_EQ(sched::hostRail(t, q), (248u << 20) * 7 / 100 / 65536 * 65536)
-      << "defaults, bandwidth-bound: 0.07 beyond 8 MiB";
+  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 7 / 100 / 65536 * 65536)
+      << "defaults, bandwidth-bound: 0.07 of the whole message";
   q.pattern = Pattern::kLatency;
   EXPECT_EQ(sched::hostRail(t, q), (240u << 20) * 7 / 100 / 65536 * 65536)
       << "defaults, latency-bound: 0.07 beyond 16 MiB";
   q.bytes = 16u << 20;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "defaults, latency-bound: 16 MiB crosses NVLink alone";
   q.pattern = Pattern::kBandwidth;
-  EXPECT_EQ(sched::hostRail(t, q), (8u << 20) * 7 / 100 / 65536 * 65536) << "bandwidth-bound 16 MiB: a tail";
+  EXPECT_EQ(sched::hostRail(t, q), (16u << 20) * 7 / 100 / 65536 * 65536) << "bandwidth-bound 16 MiB: a tail";
+  q.bytes = 8u << 20;
+  EXPECT_EQ(sched::hostRail(t, q), (8u << 20) * 7 / 100 / 65536 * 65536) << "bandwidth-bound from 8 MiB on";
+  q.bytes = (8u << 20) - 1;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "bandwidth-bound under 8 MiB: NVLink alone";
   q.bytes = 256u << 20;
   q.caps.otherGpuInvisible = true;
-  EXPECT_EQ(sched::hostRail(t, q), (248u << 20) / 10 / 65536 * 65536) << "the other GPU not visible: 0.1";
+  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) / 10 / 65536 * 65536) << "the other GPU not visible: 0.1";
   t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}});
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "off where the other GPU is not visible";
   q.caps.otherGpuInvisible = false;
-  EXPECT_EQ(sched::hostRail(t, q), (248u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
+  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
 }
 
 // The traffic the other way is looked for (a walk of the messages in flight) only where the rail
@@ -517,8 +544,8 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   // rule lists, the same-GPU lists of the two process classes, then their pull limits, then who
   // copies on one GPU
   EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
-  EXPECT_NE(d.find("0.070 (that GPU not visible here: 0.100) of the bytes beyond 16777216 (bandwidth-bound "
-                   "traffic: beyond 8388608) through host memory"),
+  EXPECT_NE(d.find("0.070 (that GPU not visible here: 0.100) of the bytes beyond 16777216 of messages from 0 "
+                   "bytes on (bandwidth-bound traffic: beyond 0, from 8388608 on) through host memory"),
             std::string::npos) << d;
   EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}})
                 .describe()
