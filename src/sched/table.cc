@@ -84,7 +84,7 @@ Setting<Bytes> gRailMin("CGDR_CUDA_HOST_RAIL_MIN", "0", "bytes",
 Setting<Bytes> gRailMinBw("CGDR_CUDA_HOST_RAIL_MIN_BW", "8M", "bytes",
                           "As CGDR_CUDA_HOST_RAIL_MIN, for bandwidth-bound traffic: below it each message's host "
                           "copies cost more than the share they move (on nvidia-h100-x2 the rail made 2 MiB "
-                          "windows 16-40 % slower, 4 MiB within the noise, 8 MiB 2-6 % faster; "
+                          "windows 16-40 % slower, 4 MiB within the noise, 8 MiB 1-14 % faster; "
                           "docs/performance.md, twenty-seventh session).");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});

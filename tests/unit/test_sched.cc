@@ -170,26 +170,6 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "latency-bound up to its offset: NVLink alone";
   q.pattern = Pattern::kBandwidth;
   EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "bandwidth-bound beyond its offset";
-  // The smallest message the rail takes, by pattern, whatever the offset leaves beyond it.
-  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
-                 {"CGDR_CUDA_HOST_RAIL_OFFSET", "1M"},
-                 {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"},
-                 {"CGDR_CUDA_HOST_RAIL_MIN", "40M"},
-                 {"CGDR_CUDA_HOST_RAIL_MIN_BW", "34615353"}});
-  EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "bandwidth-bound at its smallest message";
-  q.bytes = (33u << 20) + 12344;
-  EXPECT_EQ(sched::hostRail(t, q), 0u) << "bandwidth-bound one byte under its smallest message";
-  q.pattern = Pattern::kLatency;
-  q.bytes = (40u << 20) - 1;
-  EXPECT_EQ(sched::hostRail(t, q), 0u) << "latency-bound under its smallest message";
-  q.bytes = 40u << 20;
-  EXPECT_EQ(sched::hostRail(t, q), (39u << 20) / 4) << "latency-bound from its smallest message: beyond the offset";
-  q.pattern = Pattern::kBandwidth;
-  q.bytes = (33u << 20) + 12345;
-  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
-                 {"CGDR_CUDA_HOST_RAIL_OFFSET", "40M"},
-                 {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"},
-                 {"CGDR_CUDA_HOST_RAIL_MIN_BW", "0"}});
   q.peer = PeerClass::kSameNamespace;
   EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "the same between ranks of one namespace";
   q.peer = PeerClass::kSelf;
@@ -248,6 +228,25 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "off where the other GPU is not visible";
   q.caps.otherGpuInvisible = false;
   EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
+}
+
+// The smallest message the rail takes, by pattern, whatever the offset leaves beyond it.
+TEST_F(Sched, HostRailSmallestMessageByPattern) {
+  sched::Table t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
+                              {"CGDR_CUDA_HOST_RAIL_OFFSET", "1M"},
+                              {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"},
+                              {"CGDR_CUDA_HOST_RAIL_MIN", "40M"},
+                              {"CGDR_CUDA_HOST_RAIL_MIN_BW", "34615353"}});  // 33 MiB + 12345
+  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, (33u << 20) + 12345, Pattern::kBandwidth, Caps{}};
+  q.caps.otherGpu = true;
+  EXPECT_EQ(sched::hostRail(t, q), 8u << 20) << "bandwidth-bound at its smallest message: a quarter beyond 1 MiB";
+  q.bytes -= 1;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "bandwidth-bound one byte under its smallest message";
+  q.pattern = Pattern::kLatency;
+  q.bytes = (40u << 20) - 1;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "latency-bound under its smallest message";
+  q.bytes = 40u << 20;
+  EXPECT_EQ(sched::hostRail(t, q), (39u << 20) / 4) << "latency-bound from its smallest message: beyond the offset";
 }
 
 // The traffic the other way is looked for (a walk of the messages in flight) only where the rail
