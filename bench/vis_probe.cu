@@ -17,6 +17,9 @@
 // host memory written after the copy by cuStreamWriteValue32 or by a second copy). And (fifth
 // session, `-only batch`): a window of small pulls issued one by one or as one batch. And
 // (twenty-fifth session, `-only rail`): whether host memory over PCIe adds to NVLink for one message.
+// And (twenty-ninth session, `-only import`): whether the way the peer's memory is exported and
+// mapped changes the pull bandwidth where the peer's GPU is invisible (the one-visible-GPU limit);
+// and (`-only rail2`) what host copies on both GPUs do to NVLink traffic both ways.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -426,6 +429,271 @@ void callCosts(cudaStream_t s, cudaEvent_t ev, void* dev, void* host) {
               a6, a3, a1, ah, gd, sd, er, eq, deq, sq);
 }
 
+// The host rail with traffic both ways (twenty-ninth session, `-only rail2`): both ranks push a
+// 64 MiB message at once, each sending a share h of it through host memory: its own D2H of the
+// outgoing tail and, at the same time, the H2D of the peer's tail from another pinned buffer (no
+// dependency between them: the bound a pipelined host path could reach). Which of the host copies
+// disturbs NVLink, if any: both, only the D2H, only the H2D. GB/s in total (both directions) =
+// 2 x message / the slower rank's time, median of 20.
+void rail2(int rank, void* mine, void* peer, size_t cap) {
+  const size_t n = std::min(cap / 2, size_t{64} << 20);
+  cudaStream_t nv, d2h, h2d;
+  check(cudaStreamCreateWithFlags(&nv, cudaStreamNonBlocking), "stream");
+  check(cudaStreamCreateWithFlags(&d2h, cudaStreamNonBlocking), "stream");
+  check(cudaStreamCreateWithFlags(&h2d, cudaStreamNonBlocking), "stream");
+  void *hostOut = nullptr, *hostIn = nullptr, *land = nullptr;
+  check(cudaHostAlloc(&hostOut, n, cudaHostAllocPortable), "cudaHostAlloc");
+  check(cudaHostAlloc(&hostIn, n, cudaHostAllocPortable), "cudaHostAlloc");
+  check(cudaMalloc(&land, n), "cudaMalloc");
+  std::memset(hostIn, rank + 1, n);
+  const char* what[] = {"D2H and H2D", "D2H only", "H2D only"};
+  for (int w = 0; w < 3; ++w) {
+    if (rank == 0) std::printf("# both ways, %zu MiB each, host part by %s; GB/s total by host share:", n >> 20, what[w]);
+    for (int pct : {0, 1, 2, 4, 7, 10, 15}) {
+      if (w && !pct) continue;
+      size_t h = n * pct / 100 / 4096 * 4096, v = n - h;
+      std::vector<double> t;
+      for (int it = 0; it < 23; ++it) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        check(cudaMemcpyAsync(static_cast<char*>(peer) + n, mine, v, cudaMemcpyDefault, nv), "nvlink part");
+        if (h && w != 2) check(cudaMemcpyAsync(hostOut, static_cast<char*>(mine) + v, h, cudaMemcpyDeviceToHost, d2h), "d2h");
+        if (h && w != 1) check(cudaMemcpyAsync(land, hostIn, h, cudaMemcpyHostToDevice, h2d), "h2d");
+        check(cudaStreamSynchronize(nv), "sync");
+        check(cudaStreamSynchronize(d2h), "sync");
+        check(cudaStreamSynchronize(h2d), "sync");
+        double mt = MPI_Wtime() - t0, all = 0;
+        MPI_Allreduce(&mt, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (it >= 3) t.push_back(all);
+      }
+      if (rank == 0) std::printf(" %d%% %.1f", pct, 2.0 * n / (median(t) * 1e-6) / 1e9);
+    }
+    if (rank == 0) std::printf("\n");
+    std::fflush(stdout);
+  }
+  cudaFreeHost(hostOut);
+  cudaFreeHost(hostIn);
+  cudaFree(land);
+  cudaStreamDestroy(nv);
+  cudaStreamDestroy(d2h);
+  cudaStreamDestroy(h2d);
+}
+
+// Another process's GPU memory, exported one way and imported here (twenty-ninth session, `-only
+// import`). A cuMem allocation imported from a POSIX fd runs ~7 % below a legacy IPC mapping of
+// the same GPU's memory where that GPU is invisible to the importer (twenty-seventh session): is it
+// the allocation's granularity, the mapping's alignment, or the fd import itself (a stream-ordered
+// pool shared by fd takes another import path in the driver)?
+int fdOf(int rank, int fd) {  // the peer's fd `fd` (both ranks in one PID namespace under mpirun)
+  int mine[2] = {static_cast<int>(getpid()), fd}, all[4];
+  MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
+  int other = 1 - rank;
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, all[2 * other], 0));
+  int got = pidfd >= 0 ? static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, all[2 * other + 1], 0)) : -1;
+  if (got < 0) {
+    std::fprintf(stderr, "cgdr-vis-probe: pidfd_getfd failed\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (pidfd >= 0) close(pidfd);
+  return got;
+}
+
+void importPaths(int rank, int dev, bool one) {
+  const size_t n = size_t{128} << 20;
+  cudaStream_t st;
+  check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+  void* dst = nullptr;
+  check(cudaMalloc(&dst, n), "cudaMalloc");
+  if (rank == 0)
+    std::printf("# import paths (%s): GB/s of a pull by rank 0 alone (128 MiB / 8 MiB / 1 MiB) | both ranks pulling "
+                "128 MiB / 8 MiB at once (total) | both pushing, the same, median of 20\n",
+                one ? "each rank sees only its GPU" : "both GPUs");
+  if (rank == 0) {
+    int fabric = 0;
+    CUdevice cd;
+    checkDrv(cuDeviceGet(&cd, dev), "device");
+    cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, cd);
+    std::printf("# fabric handles supported: %d\n", fabric);
+  }
+  const char* names[] = {"cuMem min gran, reserve align 0", "cuMem recommended gran+align",
+                         "cuMem, VA aligned to 1 GiB",     "cuMem gpuDirectRDMACapable",
+                         "cuMem, importer's access set twice", "pool fd, cudaMemPoolImportPointer",
+                         "legacy cudaIpc handle",          "cuMem fabric handle (bytes, no fd)"};
+  for (int v = 0; v < 8; ++v) {
+    void* src = nullptr;  // this rank's exported memory
+    void* peer = nullptr;  // the peer's, mapped here
+    CUmemGenericAllocationHandle mh = 0, ph = 0;
+    CUdeviceptr va = 0, pva = 0;
+    size_t bytes = n, align = 0;
+    cudaMemPool_t pool = nullptr, ipool = nullptr;
+    const char* err = nullptr;
+    if (v <= 4 || v == 7) {
+      CUmemAllocationProp prop{};
+      prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+      prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      prop.location.id = dev;
+      prop.requestedHandleTypes = v == 7 ? CU_MEM_HANDLE_TYPE_FABRIC : CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+      if (v == 3) prop.allocFlags.gpuDirectRDMACapable = 1;
+      size_t gran = 0;
+      checkDrv(cuMemGetAllocationGranularity(&gran, &prop, v == 1 ? CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
+                                                                  : CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+               "granularity");
+      if (v == 1) align = gran;
+      if (v == 2) align = gran = size_t{1} << 30;
+      bytes = (n + gran - 1) / gran * gran;
+      CUmemAccessDesc acc{};
+      acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      acc.location.id = dev;
+      acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      CUresult r = cuMemCreate(&mh, bytes, &prop, 0);
+      CUmemFabricHandle fh{};
+      if (r != CUDA_SUCCESS) {
+        err = "cuMemCreate";
+        const char* es = "?";
+        cuGetErrorString(r, &es);
+        std::printf("# rank %d: cuMemCreate for %s: %s\n", rank, names[v], es);
+      } else if (v == 7 && (r = cuMemExportToShareableHandle(&fh, mh, CU_MEM_HANDLE_TYPE_FABRIC, 0)) != CUDA_SUCCESS) {
+        err = "export";
+        const char* es = "?";
+        cuGetErrorString(r, &es);
+        std::printf("# rank %d: export of %s: %s\n", rank, names[v], es);
+        cuMemRelease(mh);
+      } else {
+        checkDrv(cuMemAddressReserve(&va, bytes, align, 0, 0), "reserve");
+        checkDrv(cuMemMap(va, bytes, 0, mh, 0), "map");
+        checkDrv(cuMemSetAccess(va, bytes, &acc, 1), "access");
+        src = reinterpret_cast<void*>(va);
+      }
+      int ok = err == nullptr, all = 0;
+      MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      if (!all) {
+        if (rank == 0) std::printf("  %-36s not available (%s)\n", names[v], err ? err : "peer");
+        if (src) { cuMemUnmap(va, bytes); cuMemAddressFree(va, bytes); cuMemRelease(mh); }
+        continue;
+      }
+      if (v == 7) {
+        CUmemFabricHandle pf{};
+        MPI_Sendrecv(&fh, sizeof fh, MPI_BYTE, 1 - rank, 9, &pf, sizeof pf, MPI_BYTE, 1 - rank, 9, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        checkDrv(cuMemImportFromShareableHandle(&ph, &pf, CU_MEM_HANDLE_TYPE_FABRIC), "import fabric");
+      } else {
+        int fd = -1;
+        checkDrv(cuMemExportToShareableHandle(&fd, mh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "export");
+        int pfd = fdOf(rank, fd);
+        checkDrv(cuMemImportFromShareableHandle(&ph, reinterpret_cast<void*>(static_cast<uintptr_t>(pfd)),
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                 "import");
+        close(pfd);
+        close(fd);
+      }
+      checkDrv(cuMemAddressReserve(&pva, bytes, align, 0, 0), "reserve peer");
+      checkDrv(cuMemMap(pva, bytes, 0, ph, 0), "map peer");
+      checkDrv(cuMemSetAccess(pva, bytes, &acc, 1), "access peer");
+      if (v == 4) {  // read-only first, then read-write: whether the second call re-makes the mapping
+        CUmemAccessDesc ro = acc;
+        ro.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+        checkDrv(cuMemSetAccess(pva, bytes, &ro, 1), "access peer read-only");
+        checkDrv(cuMemSetAccess(pva, bytes, &acc, 1), "access peer again");
+      }
+      peer = reinterpret_cast<void*>(pva);
+    } else if (v == 5) {
+      cudaMemPoolProps pp{};
+      pp.allocType = cudaMemAllocationTypePinned;
+      pp.handleTypes = cudaMemHandleTypePosixFileDescriptor;
+      pp.location.type = cudaMemLocationTypeDevice;
+      pp.location.id = dev;
+      check(cudaMemPoolCreate(&pool, &pp), "pool create");
+      check(cudaMallocFromPoolAsync(&src, n, pool, st), "pool alloc");
+      check(cudaStreamSynchronize(st), "sync");
+      int fd = -1;
+      check(cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0), "pool export");
+      cudaMemPoolPtrExportData mineData{}, peerData{};
+      check(cudaMemPoolExportPointer(&mineData, src), "export pointer");
+      MPI_Sendrecv(&mineData, sizeof mineData, MPI_BYTE, 1 - rank, 7, &peerData, sizeof peerData, MPI_BYTE, 1 - rank, 7,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      int pfd = fdOf(rank, fd);
+      check(cudaMemPoolImportFromShareableHandle(&ipool, reinterpret_cast<void*>(static_cast<uintptr_t>(pfd)),
+                                                 cudaMemHandleTypePosixFileDescriptor, 0),
+            "pool import");
+      cudaMemAccessDesc d{};
+      d.location.type = cudaMemLocationTypeDevice;
+      d.location.id = dev;
+      d.flags = cudaMemAccessFlagsProtReadWrite;
+      check(cudaMemPoolSetAccess(ipool, &d, 1), "pool access");
+      check(cudaMemPoolImportPointer(&peer, ipool, &peerData), "import pointer");
+      close(pfd);
+      close(fd);
+    } else {
+      check(cudaMalloc(&src, n), "cudaMalloc");
+      cudaIpcMemHandle_t h, ph2;
+      check(cudaIpcGetMemHandle(&h, src), "ipc handle");
+      MPI_Sendrecv(&h, sizeof h, MPI_BYTE, 1 - rank, 8, &ph2, sizeof ph2, MPI_BYTE, 1 - rank, 8, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+      check(cudaIpcOpenMemHandle(&peer, ph2, cudaIpcMemLazyEnablePeerAccess), "ipc open");
+    }
+    check(cudaMemset(src, rank + 1, n), "fill");
+    check(cudaDeviceSynchronize(), "sync");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) std::printf("  %-36s", names[v]);
+    // both: 0 rank 0 pulls alone, 1 both pull, 2 both push (each writes its bytes into the peer's)
+    for (int both = 0; both < 3; ++both) {
+      for (size_t m : {n, size_t{8} << 20, size_t{1} << 20}) {
+        if (both && m == (size_t{1} << 20)) continue;
+        int reps = m == n ? 1 : m == (size_t{8} << 20) ? 16 : 128;
+        std::vector<double> t;
+        for (int it = 0; it < 23; ++it) {
+          MPI_Barrier(MPI_COMM_WORLD);
+          double t0 = MPI_Wtime();
+          if (rank == 0 || both) {
+            for (int k = 0; k < reps; ++k) {
+              size_t o = (k * m) % n;
+              if (both == 2)
+                check(cudaMemcpyAsync(static_cast<char*>(peer) + o, static_cast<char*>(src) + o, m, cudaMemcpyDefault, st),
+                      "push");
+              else
+                check(cudaMemcpyAsync(static_cast<char*>(dst) + o, static_cast<char*>(peer) + o, m, cudaMemcpyDefault, st),
+                      "pull");
+            }
+            check(cudaStreamSynchronize(st), "sync");
+          }
+          double mt = MPI_Wtime() - t0, all = 0;
+          MPI_Allreduce(&mt, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+          if (it >= 3) t.push_back(all);
+        }
+        double gbs = double(m) * reps * (both ? 2 : 1) / (median(t) * 1e-6) / 1e9;
+        if (rank == 0) std::printf(" %7.1f", gbs);
+      }
+      if (rank == 0) std::printf(both == 2 ? "\n" : " |");
+    }
+    std::fflush(stdout);
+    check(cudaDeviceSynchronize(), "sync");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (v <= 4 || v == 7) {
+      cuMemUnmap(pva, bytes);
+      cuMemAddressFree(pva, bytes);
+      cuMemRelease(ph);
+      cuMemUnmap(va, bytes);
+      cuMemAddressFree(va, bytes);
+      cuMemRelease(mh);
+    } else if (v == 5) {
+      check(cudaFreeAsync(peer, st), "free import");
+      check(cudaStreamSynchronize(st), "sync");
+      MPI_Barrier(MPI_COMM_WORLD);
+      check(cudaFreeAsync(src, st), "free pool memory");
+      check(cudaStreamSynchronize(st), "sync");
+      cudaMemPoolDestroy(ipool);
+      cudaMemPoolDestroy(pool);
+    } else {
+      cudaIpcCloseMemHandle(peer);
+      MPI_Barrier(MPI_COMM_WORLD);
+      cudaFree(src);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  cudaFree(dst);
+  cudaStreamDestroy(st);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -566,6 +834,8 @@ int main(int argc, char** argv) {
   }
   if (only.empty()) coop(rank, mine, peer, cap);
   if (only.empty() || only == "rail") rail(rank, mine, peer, cap);
+  if (only == "import") importPaths(rank, dev, one);
+  if (only == "rail2") rail2(rank, mine, peer, cap);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return 0;
