@@ -71,9 +71,16 @@ void ShmEngine::stop() {
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pushed),
              static_cast<unsigned long long>(s.pulled), static_cast<unsigned long long>(s.pipelined),
              s.peakUnexpectedBytes, e->segmentBytes());
-    if (s.railed)
-      CGDR_LOG(kWarn, kShm, "stats: host rail: %llu pushes sent %llu bytes through host memory beside NVLink",
-               static_cast<unsigned long long>(s.railed), static_cast<unsigned long long>(s.railBytes));
+    if (s.railed) {
+      double lowest = 1;
+      for (auto& p : e->endpoint().peers()) lowest = std::min(lowest, p->railFactor);
+      CGDR_LOG(kWarn, kShm,
+               "stats: host rail: %llu pushes sent %llu bytes through host memory beside NVLink (%llu with traffic "
+               "both ways: tails late (share cut) %llu, first %llu; governor now %.3f, lowest over peers)",
+               static_cast<unsigned long long>(s.railed), static_cast<unsigned long long>(s.railBytes),
+               static_cast<unsigned long long>(s.railedBoth), static_cast<unsigned long long>(s.railLate),
+               static_cast<unsigned long long>(s.railEarly), lowest);
+    }
     if (s.advertised)
       CGDR_LOG(kWarn, kShm, "stats: adverts: %llu receives advertised, %llu claimed by their sender, %llu retracted",
                static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),

@@ -67,6 +67,15 @@ void ShmRecv::setEnvelope(int src, int tag) {
 }
 
 void ShmRecv::complete(std::size_t received, std::size_t size) {
+  if (railTail_ && railBoth_ && railFrom_ && pushDone_ && railPushNs_) {  // the governor learns
+    auto pushNs = static_cast<std::int64_t>(railPushNs_ - railCtsNs_);
+    std::int64_t late = railPushLast_ ? -1 : static_cast<std::int64_t>(ShmEngine::traceNow() - railPushNs_);
+    double& f = railFrom_->railFactor;
+    double before = f;
+    f = sched::railFactorAfter(f, pushNs, late);
+    if (f < before) ++e_.stats().railLate;
+    if (late < 0) ++e_.stats().railEarly;
+  }
   got_ = received;
   size_ = size;
   state_ = State::kLanded;
@@ -184,6 +193,10 @@ bool ShmRecv::startPush(shm::Peer& from, const GpuOffer& target, sched::Channel 
   std::memcpy(ep.chunk(c), &target, sizeof target);
   pushed_ = true;
   railTail_ = tail < expect_ ? tail : 0;
+  if (railTail_) {
+    railFrom_ = &from;
+    railCtsNs_ = ShmEngine::traceNow();
+  }
   e_.countChannel(ch, size_);
   ++e_.stats().singleCopy;
   ++e_.stats().pushed;
@@ -201,9 +214,12 @@ void ShmRecv::onPushed(shm::Peer& from, std::uint64_t len) {
   pushDone_ = true;
   got_ += len;
   if (railTail_) {  // the sender did split (a message served by two channels counts under both)
+    railPushNs_ = ShmEngine::traceNow();
+    railPushLast_ = got_ == expect_ && inflight_.empty();
     e_.countChannel(sched::Channel::kHostPipe, size_);
     ++e_.stats().railed;
     e_.stats().railBytes += railTail_;
+    if (railBoth_) ++e_.stats().railedBoth;
   }
   if (got_ == expect_ && inflight_.empty()) {
     e_.forgetData(from, msgId_);
@@ -292,7 +308,10 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         target.flags = want | (target.flags & GpuOffer::kMps);
-        std::size_t tail = sched::hostRail(sched::table(), q, [&] { return e_.sendingTo(from); });
+        bool both = false;  // asked only where the answer changes the tail
+        std::size_t tail = sched::hostRail(sched::table(), q, [&] { return both = e_.sendingTo(from); });
+        if (tail && both) tail = sched::governedTail(tail, from.railFactor);
+        railBoth_ = both;
         if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc,
                       tail))
           return;

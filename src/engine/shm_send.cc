@@ -356,15 +356,20 @@ bool ShmSend::pumpAsync() {
   }
   std::uint32_t chunkBytes = ep.geometry().chunkBytes;
   std::size_t block = devRing_ ? ring_.slotBytes : chunkBytes;
+  std::uint32_t keepFree = 0;
   if (push_ && !devRing_) {  // the host rail: blocks of neighbouring chunks
     std::size_t span = std::max<std::size_t>(1, std::min<std::size_t>(gRailBlock.get().value / chunkBytes,
                                                                       ep.geometry().chunks / 2));
     block = span * chunkBytes;
+    // A quarter of the chunks stay for other messages: with traffic both ways the receives of this
+    // rank need one each to describe their buffers to the peer (else they are pulled, and one GPU
+    // then drives both directions).
+    keepFree = std::max<std::uint32_t>(1, ep.geometry().chunks / 4);
   }
   int device = data_.mem().device;
   while (sent_ < toSend_) {
     std::uint64_t len = std::min<std::uint64_t>(block, toSend_ - sent_);
-    int slot = devRing_ ? ep.takeDevSlot() : ep.takeChunks(ep.chunksOf(len));
+    int slot = devRing_ ? ep.takeDevSlot() : ep.takeChunks(ep.chunksOf(len), keepFree);
     if (slot < 0) break;
     CopyBlock b;
     b.slot = static_cast<std::uint32_t>(slot);

@@ -1,5 +1,6 @@
 #include "sched/select.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace cgdr::sched {
@@ -40,15 +41,24 @@ bool senderCopies(const Table& t, const Query& q) {
 }
 
 std::size_t hostRail(const Table& t, const Query& q) {
-  double share = q.caps.otherGpuInvisible ? t.railShareInvisible : t.railShare;
+  double share = q.bothWays ? (q.caps.otherGpuInvisible ? t.railShareBothInvisible : t.railShareBoth)
+                            : (q.caps.otherGpuInvisible ? t.railShareInvisible : t.railShare);
   std::size_t offset = t.railOffset[static_cast<int>(q.pattern)];
   if (t.forced != Channel::kCount || share <= 0 || !q.caps.otherGpu || !q.caps.contiguous ||
-      q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu || q.bothWays ||
-      q.bytes <= offset || q.bytes < t.railMin[static_cast<int>(q.pattern)])
+      q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu ||
+      q.bytes <= offset || q.bytes < t.railMin[static_cast<int>(q.pattern)] || (q.bothWays && q.bytes < t.railMinBoth))
     return 0;
   if (share > 0.9) share = 0.9;  // NVLink keeps a part: PUSHED names it
   auto tail = static_cast<std::size_t>(share * static_cast<double>(q.bytes - offset));
   return tail / kRailGrain * kRailGrain;
+}
+
+double railFactorAfter(double factor, std::int64_t pushNs, std::int64_t lateNs) {
+  if (!(factor >= kRailFactorMin)) factor = kRailFactorMin;  // also NaN
+  if (factor > 1) factor = 1;
+  if (lateNs < 0) return std::min(1.0, factor + 1.0 / 32);  // the tail was first: room for more
+  if (lateNs > std::max<std::int64_t>(pushNs, 0) / 4) return std::max(kRailFactorMin, factor * 0.85);
+  return factor;  // landed soon after (within a quarter of the NVLink part's time)
 }
 
 bool leaveToReceiver(const Table& t, const Query& q) {
@@ -75,7 +85,7 @@ std::string Table::describe() const {
   static const char* dsts[] = {"(sender: eager?)", "to host", "to GPU", "to posted GPU"};
   std::string out = "# cgdr scheduler table (first usable rule whose size bound holds)\n";
   if (forced != Channel::kCount) out += std::string("# forced channel: ") + channelName(forced) + "\n";
-  char line[384];
+  char line[512];
   auto appendRules = [&](const std::vector<Rule>& rs) {
     for (const Rule& r : rs) {
       if (r.maxBytes == SIZE_MAX) std::snprintf(line, sizeof line, " %s", channelName(r.channel));
@@ -111,14 +121,16 @@ std::string Table::describe() const {
                     "(not advertised)", pat ? "bandwidth" : "latency", lim);
       out += line;
     }
-  if (railShare > 0 || railShareInvisible > 0) {
+  if (railShare > 0 || railShareInvisible > 0 || railShareBoth > 0 || railShareBothInvisible > 0) {
     std::snprintf(line, sizeof line,
-                  "GPU to another GPU, single copy, one way: %.3f (that GPU not visible here: %.3f) of the bytes "
-                  "beyond %zu of messages from %zu bytes on (bandwidth-bound traffic: beyond %zu, from %zu on) "
-                  "through host memory beside it\n",
-                  railShare, railShareInvisible, railOffset[static_cast<int>(Pattern::kLatency)],
+                  "GPU to another GPU, single copy, one way: %.3f (that GPU not visible here: %.3f), both ways: "
+                  "%.3f (%.3f) of the bytes beyond %zu of messages from %zu bytes on (bandwidth-bound traffic: "
+                  "beyond %zu, from %zu on; both ways: from %zu on) through host memory beside it, less where "
+                  "earlier tails landed late\n",
+                  railShare, railShareInvisible, railShareBoth, railShareBothInvisible,
+                  railOffset[static_cast<int>(Pattern::kLatency)],
                   railMin[static_cast<int>(Pattern::kLatency)], railOffset[static_cast<int>(Pattern::kBandwidth)],
-                  railMin[static_cast<int>(Pattern::kBandwidth)]);
+                  railMin[static_cast<int>(Pattern::kBandwidth)], railMinBoth);
     out += line;
   } else {
     out += "GPU to another GPU, single copy: no host rail\n";

@@ -54,8 +54,8 @@ struct Query {
   // sender is the pair's driver (Table::sameGpuDriver).
   bool sameGpu = false;
   bool senderDrives = false;
-  // The pair has GPU traffic under way the other way too (the host rail stays off: each GPU's copy
-  // engines and PCIe link carry its own outgoing messages already).
+  // The pair has GPU traffic under way the other way too (the host rail's share both ways applies:
+  // each GPU's PCIe link then carries its own outgoing tail and the peer's incoming one).
   bool bothWays = false;
 };
 
@@ -110,8 +110,11 @@ class Table {
   // smallest message (railMin), under which each message's extra host copies cost more than the
   // bytes they take off NVLink. railShare 0: off.
   double railShare = 0, railShareInvisible = 0;  // the latter where caps.otherGpuInvisible
+  // The same where the pair has GPU traffic the other way too (Query::bothWays).
+  double railShareBoth = 0, railShareBothInvisible = 0;
   std::size_t railOffset[2] = {0, 0};  // by Pattern: bandwidth-bound traffic hides the start
   std::size_t railMin[2] = {0, 0};     // by Pattern: messages under it cross NVLink alone
+  std::size_t railMinBoth = 0;         // with traffic both ways, at least this too
 
  private:
   std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][4][2];
@@ -131,18 +134,40 @@ bool senderCopies(const Table& t, const Query& q);
 // GPU used in turns, where the receiver is the pair's driver.
 bool leaveToReceiver(const Table& t, const Query& q);
 // Pure: how many bytes at the end of a device-to-GPU message copied once (pushed) should go through
-// host memory instead (Table::railShare); 0: all over the single-copy channel. Only between two
-// GPUs (q.caps.otherGpu), with traffic one way only (not q.bothWays), never under a forced channel.
+// host memory instead (Table::railShare, or railShareBoth with traffic both ways); 0: all over the
+// single-copy channel. Only between two GPUs (q.caps.otherGpu), never under a forced channel.
 std::size_t hostRail(const Table& t, const Query& q);
 // The same, where whether GPU traffic flows the other way (q.bothWays) costs a walk of the messages
-// in flight: bothWays() is asked only where the size and the pair alone would take the rail.
+// in flight: bothWays() is asked only where the size and the pair would take the rail one way or
+// the other.
 template <class BothWays>
 std::size_t hostRail(const Table& t, Query q, BothWays bothWays) {
-  if (hostRail(t, q) == 0) return 0;
-  q.bothWays = bothWays();
-  return hostRail(t, q);
+  q.bothWays = false;
+  std::size_t one = hostRail(t, q);
+  q.bothWays = true;
+  std::size_t both = hostRail(t, q);
+  if (one == 0 && both == 0) return 0;
+  return bothWays() ? both : one;
 }
 constexpr std::size_t kRailGrain = 64 << 10;
+// The host rail with traffic both ways, governed by what it achieved: the share of a new message's
+// tail is the table's share x a factor per peer, lowered where the tails of earlier messages
+// landed late and raised again where they landed first. There each GPU's PCIe link and each
+// rank's CPU serve two host pipelines (its own tails and the peer's), and a share past what they
+// carry makes every message wait for its tail (bibw on nvidia-h200-x2 fell from ~800 to 590-670
+// GB/s at a share of 0.12-0.14 where 0.08-0.1 gained 3-10 %, and where the fall began moved from
+// one machine instance to the next). One way the shares are measured and fixed. Pure: the factor
+// after one railed message whose NVLink part took pushNs (from the receiver's CTS to the sender's
+// PUSHED) and whose tail landed lateNs after that PUSHED (< 0: the tail landed first). Kept within
+// [kRailFactorMin, 1].
+double railFactorAfter(double factor, std::int64_t pushNs, std::int64_t lateNs);
+constexpr double kRailFactorMin = 1.0 / 16;
+// The tail hostRail() gives, scaled by the governor's factor (rounded down to kRailGrain).
+inline std::size_t governedTail(std::size_t tail, double factor) {
+  if (factor >= 1) return tail;
+  auto t = static_cast<std::size_t>(static_cast<double>(tail) * (factor > 0 ? factor : 0));
+  return t / kRailGrain * kRailGrain;
+}
 // Whether the pair can use a channel at all for this query.
 bool usable(Channel c, const Query& q);
 

@@ -69,6 +69,16 @@ Setting<double> gRailShareInvisible("CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0.1"
                                     "GPU (a container that sees only its own): NVLink copies run slower there, so "
                                     "host memory takes a larger share (best of 0.06-0.14 across pods on "
                                     "nvidia-h100-x2). 0: off.");
+Setting<double> gRailShareBoth("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0.09", "fraction",
+                               "As CGDR_CUDA_HOST_RAIL_SHARE, where the pair has GPU traffic the other way too: each "
+                               "GPU's PCIe link then carries its own outgoing tail and its peer's incoming one, and "
+                               "each CPU two host pipelines. The most: the receiver lowers it per peer where tails "
+                               "landed late, and raises it back where they came first (on nvidia-h200-x2 0.08-0.1 "
+                               "gained 3-10 % of bibw from 64 MiB, 0.12 lost up to 17 % without that governor; "
+                               "docs/performance.md, twenty-ninth session). 0: off.");
+Setting<double> gRailShareBothInvisible("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.09", "fraction",
+                                        "As CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS, where the receiving process cannot "
+                                        "see the other GPU. 0: off.");
 Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "16M", "bytes",
                            "See CGDR_CUDA_HOST_RAIL_SHARE: the host path's longer start (its first block's copy out "
                            "and last block's copy in), in bytes NVLink moves meanwhile; messages up to this size "
@@ -86,6 +96,9 @@ Setting<Bytes> gRailMinBw("CGDR_CUDA_HOST_RAIL_MIN_BW", "8M", "bytes",
                           "copies cost more than the share they move (on nvidia-h100-x2 the rail made 2 MiB "
                           "windows 16-40 % slower, 4 MiB within the noise, 8 MiB 1-14 % faster; "
                           "docs/performance.md, twenty-seventh session).");
+Setting<Bytes> gRailMinBoth("CGDR_CUDA_HOST_RAIL_MIN_BOTH_WAYS", "64M", "bytes",
+                            "As CGDR_CUDA_HOST_RAIL_MIN, with traffic both ways (CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS): "
+                            "messages under this size cross NVLink alone.");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});
 Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
@@ -170,10 +183,13 @@ Table Table::fromSettings() {
   t.sameGpuDriver = gSameGpuDriver.get();
   t.railShare = gRailShare.get() > 0 ? gRailShare.get() : 0;
   t.railShareInvisible = gRailShareInvisible.get() > 0 ? gRailShareInvisible.get() : 0;
+  t.railShareBoth = gRailShareBoth.get() > 0 ? gRailShareBoth.get() : 0;
+  t.railShareBothInvisible = gRailShareBothInvisible.get() > 0 ? gRailShareBothInvisible.get() : 0;
   t.railOffset[static_cast<int>(Pattern::kLatency)] = gRailOffset.get().value;
   t.railOffset[static_cast<int>(Pattern::kBandwidth)] = gRailOffsetBw.get().value;
   t.railMin[static_cast<int>(Pattern::kLatency)] = gRailMin.get().value;
   t.railMin[static_cast<int>(Pattern::kBandwidth)] = gRailMinBw.get().value;
+  t.railMinBoth = gRailMinBoth.get().value;
   return t;
 }
 

@@ -323,6 +323,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   auto pairs = t::kindPairs(argc, argv);
   t::setup(pairs, "gpu_advert");
+  t::needGpus(std::stoi(t::arg(argc, argv, "--min-gpus", "0")), "gpu_advert");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const int me = t::rank();
   std::vector<std::size_t> sizes;

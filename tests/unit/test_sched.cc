@@ -3,6 +3,7 @@
 // by settings (MV2_* aliases and the tuning file included); forced channels; the workload tracer.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -190,7 +191,7 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   }
   q.dst = Dst::kGpu;
   q.bothWays = true;
-  EXPECT_EQ(sched::hostRail(t, q), 0u) << "traffic both ways: each side's links carry its own messages";
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "traffic both ways under CGDR_CUDA_HOST_RAIL_MIN_BOTH_WAYS";
   q.bothWays = false;
   q.caps.contiguous = false;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "non-contiguous data is not pushed";
@@ -228,6 +229,28 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "off where the other GPU is not visible";
   q.caps.otherGpuInvisible = false;
   EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
+  t = tableWith({});
+  q.bothWays = true;
+  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 9 / 100 / 65536 * 65536) << "traffic both ways: 0.09";
+  q.caps.otherGpuInvisible = true;
+  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 9 / 100 / 65536 * 65536) << "both ways, GPU not visible: 0.09";
+  q.bytes = (64u << 20) - 1;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "both ways under 64 MiB: NVLink alone";
+  q.bytes = 64u << 20;
+  EXPECT_EQ(sched::hostRail(t, q), (64u << 20) * 9 / 100 / 65536 * 65536) << "both ways from 64 MiB on";
+  q.bothWays = false;
+  EXPECT_EQ(sched::hostRail(t, q), (64u << 20) / 10 / 65536 * 65536) << "the same one way: 0.1";
+  q.bytes = 256u << 20;
+  q.caps.otherGpuInvisible = false;
+  q.bothWays = true;
+  EXPECT_EQ(sched::hostRail(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0"}}), q), 0u)
+      << "both ways off: each side's links carry its own messages";
+  EXPECT_EQ(sched::hostRail(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0.25"},
+                                       {"CGDR_CUDA_HOST_RAIL_MIN_BOTH_WAYS", "8M"},
+                                       {"CGDR_CUDA_HOST_RAIL_SHARE", "0"}}),
+                            q),
+            64u << 20)
+      << "both ways on where one way is off: its own share";
 }
 
 // The smallest message the rail takes, by pattern, whatever the offset leaves beyond it.
@@ -250,7 +273,7 @@ TEST_F(Sched, HostRailSmallestMessageByPattern) {
 }
 
 // The traffic the other way is looked for (a walk of the messages in flight) only where the rail
-// would otherwise be taken, and then decides.
+// would be taken one way or the other, and then decides.
 TEST_F(Sched, HostRailAsksAboutTheOtherWayOnlyWhereTheSizeTakesIt) {
   sched::Table t = tableWith({});
   Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 16u << 20, Pattern::kLatency, Caps{}};
@@ -260,15 +283,52 @@ TEST_F(Sched, HostRailAsksAboutTheOtherWayOnlyWhereTheSizeTakesIt) {
   auto bothWays = [&] { ++asked; return true; };
   EXPECT_EQ(sched::hostRail(t, q, bothWays), 0u) << "latency-bound 16 MiB: NVLink alone";
   EXPECT_EQ(asked, 0) << "not asked where the size alone keeps the rail off";
-  q.bytes = 64u << 20;
+  q.bytes = 32u << 20;
+  Query b = q;
+  b.bothWays = true;
   EXPECT_EQ(sched::hostRail(t, q, oneWay), sched::hostRail(t, q));
   EXPECT_EQ(asked, 1);
   EXPECT_GT(sched::hostRail(t, q, oneWay), 0u);
-  EXPECT_EQ(sched::hostRail(t, q, bothWays), 0u) << "traffic both ways: off";
+  EXPECT_EQ(sched::hostRail(t, q, bothWays), 0u) << "traffic both ways under 64 MiB: off";
   EXPECT_EQ(asked, 3);
+  q.bytes = b.bytes = 64u << 20;
+  EXPECT_EQ(sched::hostRail(t, q, bothWays), sched::hostRail(t, b)) << "traffic both ways from 64 MiB: its share";
+  EXPECT_GT(sched::hostRail(t, b), 0u);
+  EXPECT_NE(sched::hostRail(t, b), sched::hostRail(t, q));
+  EXPECT_EQ(asked, 4);
   q.caps.otherGpu = false;
   EXPECT_EQ(sched::hostRail(t, q, bothWays), 0u);
-  EXPECT_EQ(asked, 3) << "not asked on one GPU";
+  EXPECT_EQ(asked, 4) << "not asked on one GPU";
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}});
+  q.caps.otherGpu = true;
+  EXPECT_EQ(sched::hostRail(t, q, oneWay), 0u) << "one way off";
+  EXPECT_EQ(sched::hostRail(t, q, bothWays), sched::hostRail(t, b)) << "both ways still on";
+  EXPECT_EQ(asked, 6) << "asked: the answer decides";
+}
+
+// The governor of the rail with traffic both ways: cut where a tail landed well after its NVLink
+// part, raised where it landed first, held in between, within [kRailFactorMin, 1].
+TEST(RailGovernor, CutsLateTailsAndRaisesEarlyOnes) {
+  const std::int64_t push = 1'000'000;  // the NVLink part took 1 ms
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(1.0, push, push / 4 + 1), 0.85) << "a quarter late: cut";
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(1.0, push, push / 4), 1.0) << "up to a quarter late: held";
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(0.5, push, 0), 0.5) << "landed together: held";
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(0.5, push, -1), 0.5 + 1.0 / 32) << "tail first: raised";
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(1.0, push, -1), 1.0) << "never above the table's share";
+  double f = 1;
+  for (int i = 0; i < 100; ++i) f = sched::railFactorAfter(f, push, 10 * push);
+  EXPECT_DOUBLE_EQ(f, sched::kRailFactorMin) << "never below the floor";
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(f, push, -1), sched::kRailFactorMin + 1.0 / 32) << "and back up";
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(0.0, push, 0), sched::kRailFactorMin) << "an unset factor: the floor";
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(std::nan(""), push, 0), sched::kRailFactorMin);
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(7.0, push, 0), 1.0);
+  EXPECT_DOUBLE_EQ(sched::railFactorAfter(1.0, -5, 1), 0.85) << "a clock step back: any lateness cuts";
+  // The tail a factor leaves, in whole 64 KiB blocks.
+  EXPECT_EQ(sched::governedTail(10u << 20, 1.0), 10u << 20);
+  EXPECT_EQ(sched::governedTail(10u << 20, 0.5), 5u << 20);
+  EXPECT_EQ(sched::governedTail(10u << 20, 0.3), (3u << 20) / 65536 * 65536);
+  EXPECT_EQ(sched::governedTail(100000, 0.5), 0u) << "under one block: none";
+  EXPECT_EQ(sched::governedTail(10u << 20, -1.0), 0u);
 }
 
 TEST_F(Sched, ContainerPeersWithoutIpcUseTheCuMemPaths) {
@@ -543,13 +603,22 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   // rule lists, the same-GPU lists of the two process classes, then their pull limits, then who
   // copies on one GPU
   EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
-  EXPECT_NE(d.find("0.070 (that GPU not visible here: 0.100) of the bytes beyond 16777216 of messages from 0 "
-                   "bytes on (bandwidth-bound traffic: beyond 0, from 8388608 on) through host memory"),
+  EXPECT_NE(d.find("one way: 0.070 (that GPU not visible here: 0.100), both ways: 0.090 (0.090) of the bytes "
+                   "beyond 16777216 of messages from 0 bytes on (bandwidth-bound traffic: beyond 0, from 8388608 "
+                   "on; both ways: from 67108864 on) through host memory"),
             std::string::npos) << d;
-  EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}})
+  EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"},
+                       {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"},
+                       {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0"},
+                       {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0"}})
                 .describe()
                 .find("no host rail"),
             std::string::npos);
+  EXPECT_EQ(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}})
+                .describe()
+                .find("no host rail"),
+            std::string::npos)
+      << "both ways still on";
   EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
   EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
 }

@@ -44,6 +44,9 @@ struct Peer {
   std::uint32_t seqOut = 0, seqIn = 0;
   std::uint64_t eagerSent = 0;  // eager bytes sent; credit: out.withinCredit()
   bool advertsInTime = false;   // a send to the peer lately found its receive advertised (engine)
+  // The host rail's governor for messages from the peer with traffic both ways (engine:
+  // sched::railFactorAfter).
+  double railFactor = 1;
   bool dead = false;
   std::mutex sendLock;       // serialises this rank's threads producing to the peer
 };
@@ -65,7 +68,9 @@ class Endpoint {
   int takeChunk() { return takeChunks(1); }
   // n neighbouring chunks at once, one block of n x chunkBytes (the host rail's larger blocks:
   // fewer copies, each with its fixed cost), never wrapping past the last; the first, or -1.
-  int takeChunks(std::uint32_t n);
+  // keepFree: only if that many chunks stay free besides (for the other messages' chunks, and the
+  // buffer descriptions a receiver puts in one).
+  int takeChunks(std::uint32_t n, std::uint32_t keepFree = 0);
   // How many chunks a block of len bytes (len > 0) written from the start of a chunk spans.
   std::uint32_t chunksOf(std::uint64_t len) const {
     return len <= geo_.chunkBytes ? 1 : static_cast<std::uint32_t>((len + geo_.chunkBytes - 1) / geo_.chunkBytes);
