@@ -62,13 +62,15 @@ Result<ShmFile> ShmFile::open(const std::string& dir, const std::string& name, s
   if (fstat(f.fd_, &st) != 0) return sysError("fstat " + f.path_);
   if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0)
     return Status(Errc::kSystem, f.path_ + " is not a private regular file of this user; not used");
-  if (static_cast<std::size_t>(st.st_size) < bytes) {
-    if (ftruncate(f.fd_, static_cast<off_t>(bytes)) != 0) return sysError("ftruncate " + f.path_);
-    // Reserve the pages now: a sparse file on a full tmpfs (e.g. a container's 64 MiB /dev/shm)
-    // would raise SIGBUS at the first touch of a page beyond the limit instead of failing here.
+  if (static_cast<std::size_t>(st.st_size) < bytes && ftruncate(f.fd_, static_cast<off_t>(bytes)) != 0)
+    return sysError("ftruncate " + f.path_);
+  // Reserve the pages now (also where another rank made the file and may not have reserved them
+  // yet): a sparse file on a full tmpfs (e.g. a container's 64 MiB /dev/shm) would raise SIGBUS at
+  // the first touch of a page beyond the limit instead of failing here.
+  if (create) {
     if (fallocate(f.fd_, 0, 0, static_cast<off_t>(bytes)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
       int e = errno;
-      ::unlink(f.path_.c_str());  // not left behind half made
+      if (st.st_size == 0) ::unlink(f.path_.c_str());  // made here: not left behind half made
       return Status(Errc::kSystem, "no room for " + std::to_string(bytes) + " bytes in " + dir + " (fallocate " +
                                        f.path_ + ": " + std::strerror(e) +
                                        "); enlarge it (e.g. docker --shm-size) or set CGDR_SHM_DIR");

@@ -44,18 +44,22 @@ settle 10 holds_files "$vol" || fail "files remain after Ctrl-C: $(leftovers "$v
 settle 10 holds_files /dev/shm || fail "files remain in /dev/shm: $(leftovers /dev/shm)"
 mpirun_alive() { ps -eo stat=,comm= | awk '$2 == "mpirun" && $1 !~ /^Z/ {found=1} END {exit !found}'; }
 settle 10 mpirun_alive || fail "mpirun survives Ctrl-C on cgdr-pods"
-# A shared directory too small for the ranks' segments (a container's small /dev/shm): the engine
-# is refused with a message naming the directory, the job runs through the real MPI and nothing
-# is left there (no SIGBUS at the first touch of a page past the limit). A tmpfs of 2 MiB in a
-# mount namespace of its own.
-small=$(mktemp -d /tmp/cgdr-small.XXXXXX)
-out=$(unshare -m --propagation private bash -c 'mount -t tmpfs -o size=2m,mode=1777 tmpfs "$1" && shift && "$@"' _ \
-      "$small" "$PODS" -n 2 --shared-dir "$small" -- "$BIN/tools/cgdr-bench/cgdr-bench" latency H H -m 1:64K -i 200:20 2>&1)
-rc=$?
-[ $rc = 0 ] || fail "small shared directory: exit $rc: $(tail -5 <<<"$out")"
-expect "$out" "no engine for co-located ranks \(no room for [0-9]+ bytes in $small .*shm-size" "small shared directory"
-expect "$out" "^65536 " "small shared directory: the benchmark ran"
-[ -z "$(leftovers "$small")" ] || fail "files remain in the small shared directory: $(leftovers "$small")"
-rmdir "$small" 2>/dev/null || fail "the small shared directory is still mounted or not empty"
+# A shared directory too small for the ranks' segments (a container's small /dev/shm): cgdr says
+# so, naming the directory, the job runs through the real MPI and nothing is left there (no
+# SIGBUS at the first touch of a page past the limit). A tmpfs in a mount namespace of its own:
+# 2 MiB holds the locality segment but not the engine's; 4 KiB not even the locality segment.
+for size in 2m:"no engine for co-located ranks" 4k:"no locality segment"; do
+  small=$(mktemp -d /tmp/cgdr-small.XXXXXX)
+  out=$(unshare -m --propagation private bash -c 'd=$1 s=$2; shift 2; mount -t tmpfs -o "size=$s,mode=1777" tmpfs "$d" && "$@"' \
+        _ "$small" "${size%%:*}" "$PODS" -n 2 --shared-dir "$small" -- \
+        "$BIN/tools/cgdr-bench/cgdr-bench" latency H H -m 1:64K -i 200:20 2>&1)
+  rc=$?
+  what="shared directory of ${size%%:*}"
+  [ $rc = 0 ] || fail "$what: exit $rc: $(tail -5 <<<"$out")"
+  expect "$out" "${size#*:} \(no room for [0-9]+ bytes in $small .*shm-size" "$what"
+  expect "$out" "^65536 " "$what: the benchmark ran"
+  [ -z "$(leftovers "$small")" ] || fail "files remain in the $what: $(leftovers "$small")"
+  rmdir "$small" 2>/dev/null || fail "the $what is still mounted or not empty"
+done
 rm -rf "$vol" "$log"
 finish
