@@ -745,15 +745,7 @@ int main(int argc, char** argv) {
   check(cudaMalloc(&mine2, cap), "cudaMalloc");
   int fd = -1;
   checkDrv(cuMemExportToShareableHandle(&fd, mh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "export");
-  int mePidFd[2] = {static_cast<int>(getpid()), fd}, all[4];
-  MPI_Allgather(mePidFd, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
-  int other = 1 - rank;
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, all[2 * other], 0));
-  int peerFd = pidfd >= 0 ? static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, all[2 * other + 1], 0)) : -1;
-  if (peerFd < 0) {
-    std::fprintf(stderr, "cgdr-vis-probe: pidfd_getfd failed\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  int peerFd = fdOf(rank, fd);
   CUmemGenericAllocationHandle ph;
   checkDrv(cuMemImportFromShareableHandle(&ph, reinterpret_cast<void*>(static_cast<uintptr_t>(peerFd)),
                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),

@@ -182,11 +182,10 @@ class ShmRecv final : public base::Op {
   bool pushed_ = false;     // asked the sender to copy into the buffer (it may stream instead)
   bool pushDone_ = false;   // its PUSHED came
   std::uint64_t railTail_ = 0;  // of a push: the last bytes, asked to come through host chunks instead
-  // The rail's governor (shm::Peer::railFactor, with traffic both ways): whether the tail was
-  // cut with traffic both ways, when the CTS went and the PUSHED came, and whether the PUSHED came last.
+  // The rail's governor (from_->railFactor, with traffic both ways): whether the tail was cut
+  // with traffic both ways, when the CTS went and the PUSHED came, and whether the PUSHED came last.
   bool railBoth_ = false, railPushLast_ = false;
   std::uint64_t railCtsNs_ = 0, railPushNs_ = 0;
-  channel::shm::Peer* railFrom_ = nullptr;
   std::uint64_t advert_ = 0;  // advertised to the sender as this idx (until retracted or delivered)
   int device_ = -1;         // the GPU this rank copies with
   mem::Issue issue_ = mem::Issue::kMemcpy;  // how copies from the sender's GPU are issued

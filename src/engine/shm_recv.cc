@@ -67,10 +67,10 @@ void ShmRecv::setEnvelope(int src, int tag) {
 }
 
 void ShmRecv::complete(std::size_t received, std::size_t size) {
-  if (railTail_ && railBoth_ && railFrom_ && pushDone_ && railPushNs_) {  // the governor learns
+  if (railTail_ && railBoth_ && pushDone_) {  // the governor learns (a railed push: from_, both times set)
     auto pushNs = static_cast<std::int64_t>(railPushNs_ - railCtsNs_);
     std::int64_t late = railPushLast_ ? -1 : static_cast<std::int64_t>(ShmEngine::traceNow() - railPushNs_);
-    double& f = railFrom_->railFactor;
+    double& f = from_->railFactor;
     double before = f;
     f = sched::railFactorAfter(f, pushNs, late);
     if (f < before) ++e_.stats().railLate;
@@ -193,10 +193,7 @@ bool ShmRecv::startPush(shm::Peer& from, const GpuOffer& target, sched::Channel 
   std::memcpy(ep.chunk(c), &target, sizeof target);
   pushed_ = true;
   railTail_ = tail < expect_ ? tail : 0;
-  if (railTail_) {
-    railFrom_ = &from;
-    railCtsNs_ = ShmEngine::traceNow();
-  }
+  if (railTail_) railCtsNs_ = ShmEngine::traceNow();
   e_.countChannel(ch, size_);
   ++e_.stats().singleCopy;
   ++e_.stats().pushed;
@@ -308,10 +305,9 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
         target.flags = want | (target.flags & GpuOffer::kMps);
-        bool both = false;  // asked only where the answer changes the tail
-        std::size_t tail = sched::hostRail(sched::table(), q, [&] { return both = e_.sendingTo(from); });
-        if (tail && both) tail = sched::governedTail(tail, from.railFactor);
-        railBoth_ = both;
+        railBoth_ = false;  // asked only where the rail is taken one way or the other
+        std::size_t tail = sched::hostRail(sched::table(), q, [&] { return railBoth_ = e_.sendingTo(from); });
+        if (railBoth_) tail = sched::governedTail(tail, from.railFactor);
         if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc,
                       tail))
           return;

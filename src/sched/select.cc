@@ -40,17 +40,25 @@ bool senderCopies(const Table& t, const Query& q) {
   return q.bytes > t.pullLimit(q.peer, q.pattern);
 }
 
-std::size_t hostRail(const Table& t, const Query& q) {
-  double share = q.bothWays ? (q.caps.otherGpuInvisible ? t.railShareBothInvisible : t.railShareBoth)
-                            : (q.caps.otherGpuInvisible ? t.railShareInvisible : t.railShare);
+bool hostRails(const Table& t, const Query& q, std::size_t tails[2]) {
+  tails[0] = tails[1] = 0;
   std::size_t offset = t.railOffset[static_cast<int>(q.pattern)];
-  if (t.forced != Channel::kCount || share <= 0 || !q.caps.otherGpu || !q.caps.contiguous ||
-      q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu ||
-      q.bytes <= offset || q.bytes < t.railMin[static_cast<int>(q.pattern)] || (q.bothWays && q.bytes < t.railMinBoth))
-    return 0;
-  if (share > 0.9) share = 0.9;  // NVLink keeps a part: PUSHED names it
-  auto tail = static_cast<std::size_t>(share * static_cast<double>(q.bytes - offset));
-  return tail / kRailGrain * kRailGrain;
+  if (t.forced != Channel::kCount || !q.caps.otherGpu || !q.caps.contiguous || q.src != mem::MemKind::kDevice ||
+      q.dst != Dst::kGpu || q.peer == PeerClass::kSelf || q.sameGpu || q.bytes <= offset ||
+      q.bytes < t.railMin[static_cast<int>(q.pattern)])
+    return false;
+  for (int both = 0; both < 2; ++both) {
+    // NVLink keeps a part: PUSHED names it
+    double share = std::min(t.railShare[both][q.caps.otherGpuInvisible], 0.9);
+    if (share <= 0 || (both && q.bytes < t.railMinBoth)) continue;
+    tails[both] = static_cast<std::size_t>(share * static_cast<double>(q.bytes - offset)) / kRailGrain * kRailGrain;
+  }
+  return tails[0] || tails[1];
+}
+
+std::size_t hostRail(const Table& t, const Query& q) {
+  std::size_t tails[2];
+  return hostRails(t, q, tails) ? tails[q.bothWays] : 0;
 }
 
 double railFactorAfter(double factor, std::int64_t pushNs, std::int64_t lateNs) {
@@ -121,13 +129,13 @@ std::string Table::describe() const {
                     "(not advertised)", pat ? "bandwidth" : "latency", lim);
       out += line;
     }
-  if (railShare > 0 || railShareInvisible > 0 || railShareBoth > 0 || railShareBothInvisible > 0) {
+  if (railShare[0][0] > 0 || railShare[0][1] > 0 || railShare[1][0] > 0 || railShare[1][1] > 0) {
     std::snprintf(line, sizeof line,
                   "GPU to another GPU, single copy, one way: %.3f (that GPU not visible here: %.3f), both ways: "
                   "%.3f (%.3f) of the bytes beyond %zu of messages from %zu bytes on (bandwidth-bound traffic: "
                   "beyond %zu, from %zu on; both ways: from %zu on) through host memory beside it, less where "
                   "earlier tails landed late\n",
-                  railShare, railShareInvisible, railShareBoth, railShareBothInvisible,
+                  railShare[0][0], railShare[0][1], railShare[1][0], railShare[1][1],
                   railOffset[static_cast<int>(Pattern::kLatency)],
                   railMin[static_cast<int>(Pattern::kLatency)], railOffset[static_cast<int>(Pattern::kBandwidth)],
                   railMin[static_cast<int>(Pattern::kBandwidth)], railMinBoth);

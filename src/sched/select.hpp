@@ -108,10 +108,8 @@ class Table {
   // NVLink bytes, a x B_nvlink: both paths then end together, (N - T) / B_nvlink = a + T / B_host.
   // Messages in flight together (bandwidth-bound traffic) hide that start: no offset there, but a
   // smallest message (railMin), under which each message's extra host copies cost more than the
-  // bytes they take off NVLink. railShare 0: off.
-  double railShare = 0, railShareInvisible = 0;  // the latter where caps.otherGpuInvisible
-  // The same where the pair has GPU traffic the other way too (Query::bothWays).
-  double railShareBoth = 0, railShareBothInvisible = 0;
+  // bytes they take off NVLink. railShare 0: off. By [Query::bothWays][caps.otherGpuInvisible].
+  double railShare[2][2] = {};
   std::size_t railOffset[2] = {0, 0};  // by Pattern: bandwidth-bound traffic hides the start
   std::size_t railMin[2] = {0, 0};     // by Pattern: messages under it cross NVLink alone
   std::size_t railMinBoth = 0;         // with traffic both ways, at least this too
@@ -134,20 +132,18 @@ bool senderCopies(const Table& t, const Query& q);
 // GPU used in turns, where the receiver is the pair's driver.
 bool leaveToReceiver(const Table& t, const Query& q);
 // Pure: how many bytes at the end of a device-to-GPU message copied once (pushed) should go through
-// host memory instead (Table::railShare, or railShareBoth with traffic both ways); 0: all over the
-// single-copy channel. Only between two GPUs (q.caps.otherGpu), never under a forced channel.
+// host memory instead (Table::railShare, by q.bothWays); 0: all over the single-copy channel. Only
+// between two GPUs (q.caps.otherGpu), never under a forced channel.
 std::size_t hostRail(const Table& t, const Query& q);
+// Pure: the same one way ([0]) and both ways ([1]); false where neither takes the rail.
+bool hostRails(const Table& t, const Query& q, std::size_t tails[2]);
 // The same, where whether GPU traffic flows the other way (q.bothWays) costs a walk of the messages
-// in flight: bothWays() is asked only where the size and the pair would take the rail one way or
-// the other.
+// in flight: bothWays() is asked only where the rail is taken one way or the other (its answer also
+// tells the caller which governor applies).
 template <class BothWays>
-std::size_t hostRail(const Table& t, Query q, BothWays bothWays) {
-  q.bothWays = false;
-  std::size_t one = hostRail(t, q);
-  q.bothWays = true;
-  std::size_t both = hostRail(t, q);
-  if (one == 0 && both == 0) return 0;
-  return bothWays() ? both : one;
+std::size_t hostRail(const Table& t, const Query& q, BothWays bothWays) {
+  std::size_t tails[2];
+  return hostRails(t, q, tails) ? tails[bothWays() ? 1 : 0] : 0;
 }
 constexpr std::size_t kRailGrain = 64 << 10;
 // The host rail with traffic both ways, governed by what it achieved: the share of a new message's

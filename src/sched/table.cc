@@ -181,10 +181,13 @@ Table Table::fromSettings() {
   for (int p = 0; p < static_cast<int>(PeerClass::kCount); ++p) fill(t, static_cast<PeerClass>(p));
   if (gForce.get().index > 0) t.forced = static_cast<Channel>(gForce.get().index - 1);
   t.sameGpuDriver = gSameGpuDriver.get();
-  t.railShare = gRailShare.get() > 0 ? gRailShare.get() : 0;
-  t.railShareInvisible = gRailShareInvisible.get() > 0 ? gRailShareInvisible.get() : 0;
-  t.railShareBoth = gRailShareBoth.get() > 0 ? gRailShareBoth.get() : 0;
-  t.railShareBothInvisible = gRailShareBothInvisible.get() > 0 ? gRailShareBothInvisible.get() : 0;
+  const Setting<double>* shares[2][2] = {{&gRailShare, &gRailShareInvisible},
+                                         {&gRailShareBoth, &gRailShareBothInvisible}};
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 2; ++i) {
+      double v = shares[b][i]->get();
+      t.railShare[b][i] = v > 0 ? v : 0;
+    }
   t.railOffset[static_cast<int>(Pattern::kLatency)] = gRailOffset.get().value;
   t.railOffset[static_cast<int>(Pattern::kBandwidth)] = gRailOffsetBw.get().value;
   t.railMin[static_cast<int>(Pattern::kLatency)] = gRailMin.get().value;

@@ -304,6 +304,10 @@ TEST_F(Sched, HostRailAsksAboutTheOtherWayOnlyWhereTheSizeTakesIt) {
   EXPECT_EQ(sched::hostRail(t, q, oneWay), 0u) << "one way off";
   EXPECT_EQ(sched::hostRail(t, q, bothWays), sched::hostRail(t, b)) << "both ways still on";
   EXPECT_EQ(asked, 6) << "asked: the answer decides";
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.09"}});
+  EXPECT_EQ(sched::hostRail(t, q), sched::hostRail(t, b)) << "the same share one way and both ways";
+  EXPECT_EQ(sched::hostRail(t, q, bothWays), sched::hostRail(t, b));
+  EXPECT_EQ(asked, 7) << "asked even where the tails agree: the answer picks the governor";
 }
 
 // The governor of the rail with traffic both ways: cut where a tail landed well after its NVLink

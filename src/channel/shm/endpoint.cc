@@ -105,8 +105,8 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
   base::Status failure;
 
   // Step 1: create and fill my segment.
-  if (active) ep->maps_.resize(localWorld.size());  // (every later step may look at its own map)
   if (active) {
+    ep->maps_.resize(localWorld.size());  // (every later step may look at its own map)
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);  // let co-located peers read us (yama)
     while (gProbe == 0) (void)getrandom(&gProbe, sizeof gProbe, 0);
     auto mine = base::ShmFile::open(dir, segmentName(nonce, me), ep->geo_.total());
