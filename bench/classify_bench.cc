@@ -123,9 +123,10 @@ static void BM_ClassifyDevicePieces(benchmark::State& state) {
 }
 BENCHMARK(BM_ClassifyDevicePieces)->Arg(1)->Arg(3)->Arg(13);
 
-// A cudaMalloc buffer served by the exportable heap (what containers get): classify also looks
-// the buffer up among the heap's live ranges (1000 of them here), to know where it ends. Run after
-// the others: once the heap holds a chunk, every device pointer is looked up there.
+// A cudaMalloc buffer served by the exportable heap (what containers get): classify answers it
+// from the heap's live ranges (1000 of them here) and the driver's view of its chunk, taken when
+// the chunk was made, without asking the driver. Run after the others: once the heap holds a
+// chunk, every device pointer is looked up there first.
 // One of them (nullptr, the benchmark skipped, where there is no GPU or no heap).
 static const void* heapBuffer(benchmark::State& state) {
   static std::vector<void*> live;
@@ -137,7 +138,8 @@ static const void* heapBuffer(benchmark::State& state) {
 static void BM_ClassifyDeviceHeap(benchmark::State& state) {
   if (const void* p = heapBuffer(state)) classifyLoop(state, p, 4096);
 }
-// The driver query alone on that buffer: what classify cost before it looked at the heap.
+// The driver query alone on that buffer: what classify paid for it on top of the heap's lookup
+// until the heap kept its chunks' driver view (thirtieth session).
 static void BM_DriverQueryDeviceHeap(benchmark::State& state) {
   base::cuda::PointerAttrs a;
   if (const void* p = heapBuffer(state))
@@ -146,10 +148,9 @@ static void BM_DriverQueryDeviceHeap(benchmark::State& state) {
 // The heap's own lookup of that buffer alone (each message asks it again: the thread's last
 // answer holds while the heap is unchanged).
 static void BM_HeapLookup(benchmark::State& state) {
-  std::uintptr_t start = 0;
-  std::size_t size = 0;
+  mem::HeapPlace place;
   if (const void* p = heapBuffer(state))
-    for (auto _ : state) benchmark::DoNotOptimize(mem::heapHolding(p, &start, &size));
+    for (auto _ : state) benchmark::DoNotOptimize(mem::heapHolding(p, &place));
 }
 // cudaMalloc memory (the runtime's) once the heap exists: the lookup finds nothing.
 static void BM_ClassifyDeviceHeapExists(benchmark::State& state) {

@@ -93,6 +93,11 @@ int ChunkRanges::holding(std::uint64_t addr, std::uint64_t* start, std::size_t* 
   return 1;
 }
 
+std::uint64_t ChunkRanges::chunkBase(std::uint64_t addr) const {
+  auto c = holder(chunks_, addr, [](const Chunk& c) { return c.size; });
+  return c == chunks_.end() ? 0 : c->first;
+}
+
 void ChunkRanges::setIdle(Chunk& c, bool idle) {
   if (c.idle == idle) return;
   c.idle = idle;

@@ -31,6 +31,8 @@ class ChunkRanges {
   // Where addr lies: 1 in a live range (its start and rounded size in *start, *size), -1 in a
   // chunk but in no live range (handed out and given back, or never handed out), 0 in no chunk.
   int holding(std::uint64_t addr, std::uint64_t* start, std::size_t* size) const;
+  // The base of the chunk holding addr, or 0 if none does.
+  std::uint64_t chunkBase(std::uint64_t addr) const;
   // Keeps an empty, unshared chunk for later requests instead of dropping it (idle until a
   // range of it is taken or it is shared); the heap bounds the idle bytes and trims them.
   void keepIdle(std::uint64_t base);

@@ -93,16 +93,29 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
   if (cache.contains(addr, n)) return MemInfo{};
   (void)watchUcmEvents();
   std::uint64_t gen = cache.mapGeneration();
+  // cgdr's exportable heap answers for its own buffers (what cudaMalloc gave the program, and the
+  // driver's view of the chunk around it, asked when the chunk was made); any other pointer, and a
+  // heap chunk the driver could not be asked about, is the driver's to classify.
+  HeapPlace hp;
+  int heap = heapHolding(p, &hp);
   base::cuda::PointerAttrs a;
-  if (base::cuda::queryPointer(p, true, &a)) {
+  bool known = heap != 0;
+  if (heap > 0 && hp.bufferId != 0) {
+    a.type = base::cuda::PointerAttrs::Type::kDevice;
+    a.device = hp.device;
+    a.bufferId = hp.bufferId;
+    a.rangeStart = hp.rangeStart;
+    a.rangeSize = hp.rangeSize;
+  } else {
+    known = base::cuda::queryPointer(p, true, &a);
+    if (known && a.type != base::cuda::PointerAttrs::Type::kDevice) heap = 0;  // (the heap holds device memory only)
+  }
+  if (known) {
     bool device = a.type == base::cuda::PointerAttrs::Type::kDevice;
     if (device || a.type == base::cuda::PointerAttrs::Type::kManaged) {
       // A count past the buffer's end would make a copy engine fault (the context is lost) or
       // read and write a neighbour's memory, and a buffer cudaFree gave back to cgdr's exportable
       // heap is still mapped: both refused before anything moves.
-      std::uintptr_t hs = 0;
-      std::size_t hn = 0;
-      int heap = device ? heapHolding(p, &hs, &hn) : 0;  // (managed memory is never the heap's)
       if (heap < 0)
         return refuse(base::Errc::kInvalidBuffer,
                       "buffer %p (%zu bytes) is freed GPU memory (a range of cgdr's exportable heap no cudaMalloc holds)",
@@ -111,7 +124,7 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
       // (measured on the H200: 3 of them, one range of their total size), so a buffer made that
       // way (PyTorch's expandable segments) is one buffer here too. (A range of unknown size ends
       // at its start: nothing is refused.)
-      std::uintptr_t end = heap > 0 ? hs + hn : a.rangeStart + a.rangeSize;
+      std::uintptr_t end = heap > 0 ? hp.start + hp.size : a.rangeStart + a.rangeSize;
       if (end > addr && n > end - addr)
         return refuse(base::Errc::kBufferOverrun,
                       "buffer %p: the message's %zu bytes run past the end of the %s allocation holding it (%zu "

@@ -40,11 +40,23 @@ void* heapAllocate(std::size_t n, int device, bool async = false, bool mayGrow =
 // The device of the heap range starting at p, or -1 if p is not one; its size (a multiple of
 // ChunkRanges::kAlign) in *size.
 int heapRangeOf(const void* p, std::size_t* size);
-// Where p lies in the heap: 1 in a range handed out (its start and size: what cudaMalloc gave the
-// program, where the driver sees only the chunk around it), -1 in a chunk but in no live range
-// (memory the program freed, or never got), 0 not in the heap. Without the heap's lock before its
-// first chunk, and where the thread's last answer still holds (nothing in the heap changed since).
-int heapHolding(const void* p, std::uintptr_t* start, std::size_t* size);
+// Where an address lies in the heap (heapHolding).
+struct HeapPlace {
+  int where = 0;             // 1 in a live range, -1 in a chunk but in no live range, 0 not the heap
+  std::uintptr_t start = 0;  // where > 0: the range handed out (what cudaMalloc gave the program,
+  std::size_t size = 0;      //   where the driver sees only the chunk around it)
+  // where > 0: the driver's answers for the chunk holding it, asked once when the chunk was made
+  // (bufferId 0: the driver could not say; classify then asks it).
+  int device = -1;
+  std::uint64_t bufferId = 0;
+  std::uintptr_t rangeStart = 0;
+  std::size_t rangeSize = 0;
+};
+// Where p lies in the heap (returns place->where): -1 is memory the program freed, or never got.
+// Without the heap's lock before its first chunk, and where the thread's last answer still holds
+// (nothing in the heap changed since). A chunk's driver view holds for its life: the heap alone
+// unmaps its chunks, and any change to them is a change of the heap.
+int heapHolding(const void* p, HeapPlace* place);
 // Gives a heap range back (the caller made sure no GPU work uses it any more); false if not one.
 // keep (cudaFreeAsync): a chunk it empties stays for later requests while the idle chunks stay
 // within CGDR_CUDA_MALLOC_ASYNC_KEEP; else it goes back to the driver at once.

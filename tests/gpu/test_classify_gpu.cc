@@ -16,6 +16,7 @@
 #include "mem/classify.hpp"
 #include "mem/host_cache.hpp"
 #include "mem/vmm.hpp"
+#include "mem/vmm_heap.hpp"
 #include "user_side.hpp"
 
 using namespace cgdr;
@@ -233,4 +234,68 @@ TEST_F(Gpu, CuMemMemoryFlagsTheContextSyncMemops) {
   EXPECT_TRUE(base::cuda::setContextSyncMemops(0, true));  // flagged already: nothing to wait for
   user::vmmFree(v);
   cudaFree(d);
+}
+
+// cgdr's exportable heap answers for its own buffers without asking the driver per message: what
+// classify says of a heap buffer must be what the driver says of it (device, buffer id, the
+// chunk's range), for buffers sharing a chunk and ones with a chunk of their own, at their first,
+// middle and last byte, on every GPU. A count past the range cudaMalloc gave is refused (the
+// driver sees only the chunk around it), so is a range given back, and a chunk given back and
+// made again (a new allocation to the driver) is seen with its new id.
+TEST_F(Gpu, HeapBuffersAreClassifiedAsTheDriverSeesThem) {
+  int n = base::cuda::deviceCount();
+  for (int d = 0; d < n; ++d) {
+    ASSERT_EQ(cudaSetDevice(d), cudaSuccess);
+    std::vector<std::pair<char*, std::size_t>> bufs;
+    for (std::size_t size : {std::size_t{1}, std::size_t{1000}, std::size_t{4096}, std::size_t{65539},
+                             std::size_t{1} << 20, (std::size_t{3} << 20) + 5}) {
+      auto* p = static_cast<char*>(mem::heapAllocate(size, d));
+      ASSERT_NE(p, nullptr) << "the heap could not serve " << size << " bytes on GPU " << d;
+      bufs.emplace_back(p, size);
+    }
+    for (auto [p, size] : bufs) {
+      for (std::size_t off : {std::size_t{0}, size / 2, size - 1}) {
+        auto r = mem::classify(p + off, size - off);
+        ASSERT_TRUE(r.isOk()) << r.status().message();
+        base::cuda::PointerAttrs a;
+        ASSERT_TRUE(base::cuda::queryPointer(p + off, true, &a));
+        EXPECT_EQ(r.value().kind, mem::MemKind::kDevice);
+        EXPECT_EQ(a.device, d);
+        EXPECT_EQ(r.value().device, a.device) << size << " bytes, offset " << off;
+        EXPECT_NE(a.bufferId, 0u);
+        EXPECT_EQ(r.value().bufferId, a.bufferId) << size << " bytes, offset " << off;
+        EXPECT_EQ(r.value().base, a.rangeStart) << size << " bytes, offset " << off;
+        EXPECT_EQ(r.value().extent, a.rangeSize) << size << " bytes, offset " << off;
+      }
+      std::size_t rounded = (size + 255) / 256 * 256;
+      auto over = mem::classify(p, rounded + 1);
+      ASSERT_FALSE(over.isOk()) << size << " bytes: a count one past its range was taken";
+      EXPECT_EQ(over.status().code(), base::Errc::kBufferOverrun);
+    }
+    // The large buffer's chunk is its own: given back, it goes back to the driver; the next one of
+    // that size is a new allocation, whatever its address.
+    auto [big, bigSize] = bufs.back();
+    auto first = mem::classify(big, bigSize);
+    ASSERT_TRUE(first.isOk());
+    ASSERT_TRUE(mem::heapRelease(big));
+    EXPECT_FALSE(mem::classify(big, 1).isOk()) << "a chunk given back to the driver still classified";
+    auto* again = static_cast<char*>(mem::heapAllocate(bigSize, d));
+    ASSERT_NE(again, nullptr);
+    auto r = mem::classify(again, bigSize);
+    ASSERT_TRUE(r.isOk()) << r.status().message();
+    base::cuda::PointerAttrs a;
+    ASSERT_TRUE(base::cuda::queryPointer(again, true, &a));
+    EXPECT_EQ(r.value().bufferId, a.bufferId);
+    EXPECT_NE(r.value().bufferId, first.value().bufferId) << "a new chunk kept the old one's id";
+    EXPECT_EQ(r.value().base, a.rangeStart);
+    EXPECT_EQ(r.value().extent, a.rangeSize);
+    ASSERT_TRUE(mem::heapRelease(again));
+    // A small range given back while its chunk holds others: still mapped, refused as freed.
+    ASSERT_TRUE(mem::heapRelease(bufs[0].first));
+    auto freed = mem::classify(bufs[0].first, 1);
+    ASSERT_FALSE(freed.isOk());
+    EXPECT_EQ(freed.status().code(), base::Errc::kInvalidBuffer);
+    for (std::size_t i = 1; i + 1 < bufs.size(); ++i) ASSERT_TRUE(mem::heapRelease(bufs[i].first));
+  }
+  cudaSetDevice(0);
 }

@@ -74,6 +74,11 @@ TEST(ChunkRanges, HoldingTellsLiveFreedAndForeign) {
   EXPECT_EQ(r.holding(a, &start, &size), -1);        // handed out and given back
   EXPECT_EQ(r.holding(0x20000000 - 1, &start, &size), 0);
   EXPECT_EQ(r.holding(0x20000000 + 2 * kMiB, &start, &size), 0);
+  // The chunk around an address, live or not (classify takes the driver's view of it from there).
+  EXPECT_EQ(r.chunkBase(a), 0x20000000u);
+  EXPECT_EQ(r.chunkBase(0x20000000 + 2 * kMiB - 1), 0x20000000u);
+  EXPECT_EQ(r.chunkBase(0x20000000 - 1), 0u);
+  EXPECT_EQ(r.chunkBase(0x20000000 + 2 * kMiB), 0u);
 }
 
 TEST(ChunkRanges, SharedChunkIsKeptAndReused) {
@@ -267,6 +272,7 @@ TEST(ChunkRanges, RandomAgainstModel) {
       std::uint64_t start = 0;
       std::size_t size = 0;
       ASSERT_EQ(r.holding(a, &start, &size), want) << "address " << std::hex << a;
+      ASSERT_EQ(r.chunkBase(a), want ? std::prev(c)->first : 0u) << "address " << std::hex << a;
       ++outcomes[want + 1];
       if (want == 1) {
         ASSERT_EQ(start, wantStart);
