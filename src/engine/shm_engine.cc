@@ -76,7 +76,7 @@ void ShmEngine::stop() {
       for (auto& p : e->endpoint().peers()) lowest = std::min(lowest, p->railFactor);
       CGDR_LOG(kWarn, kShm,
                "stats: host rail: %llu pushes sent %llu bytes through host memory beside NVLink (%llu with traffic "
-               "both ways: tails late (share cut) %llu, first %llu; governor now %.3f, lowest over peers)",
+               "both ways: tails late %llu, first %llu; governor now %.3f, lowest over peers)",
                static_cast<unsigned long long>(s.railed), static_cast<unsigned long long>(s.railBytes),
                static_cast<unsigned long long>(s.railedBoth), static_cast<unsigned long long>(s.railLate),
                static_cast<unsigned long long>(s.railEarly), lowest);

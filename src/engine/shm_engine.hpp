@@ -199,7 +199,7 @@ class ShmEngine {
     std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pushed = 0, pulled = 0, pipelined = 0;  // pulled: into GPU buffers
     std::uint64_t railed = 0, railBytes = 0;  // receiver side: pushes with a host-rail tail, and its bytes
     std::uint64_t railedBoth = 0;             // of them, with traffic both ways
-    std::uint64_t railLate = 0, railEarly = 0;  // of those, tails that landed late (the governor cut), or first
+    std::uint64_t railLate = 0, railEarly = 0;  // of those, tails that landed late (the governor cuts, down to its floor), or first
     std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
     std::uint64_t advertWaits = 0, advertWaitFound = 0, advertWaitRanOut = 0;  // blocking senders
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;

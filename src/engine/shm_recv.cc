@@ -70,10 +70,8 @@ void ShmRecv::complete(std::size_t received, std::size_t size) {
   if (railTail_ && railBoth_ && pushDone_) {  // the governor learns (a railed push: from_, both times set)
     auto pushNs = static_cast<std::int64_t>(railPushNs_ - railCtsNs_);
     std::int64_t late = railPushLast_ ? -1 : static_cast<std::int64_t>(ShmEngine::traceNow() - railPushNs_);
-    double& f = from_->railFactor;
-    double before = f;
-    f = sched::railFactorAfter(f, pushNs, late);
-    if (f < before) ++e_.stats().railLate;
+    from_->railFactor = sched::railFactorAfter(from_->railFactor, pushNs, late);
+    if (sched::railTailLate(pushNs, late)) ++e_.stats().railLate;  // (at the governor's floor too)
     if (late < 0) ++e_.stats().railEarly;
   }
   got_ = received;

@@ -99,8 +99,9 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
   HeapPlace hp;
   int heap = heapHolding(p, &hp);
   base::cuda::PointerAttrs a;
-  bool known = heap != 0;
+  bool known;
   if (heap > 0 && hp.bufferId != 0) {
+    known = true;
     a.type = base::cuda::PointerAttrs::Type::kDevice;
     a.device = hp.device;
     a.bufferId = hp.bufferId;

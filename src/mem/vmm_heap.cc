@@ -51,8 +51,11 @@ constexpr std::size_t kSmallChunk = std::size_t{2} << 20;
 struct Heap {
   std::mutex mutex;
   ChunkRanges ranges;
-  std::map<std::uint64_t, VmmBuffer> chunks;  // base -> memory
-  std::map<std::uint64_t, base::cuda::PointerAttrs> attrs;  // base -> the driver's view of the chunk
+  struct Chunk {
+    VmmBuffer memory;
+    base::cuda::PointerAttrs driver;  // what the driver said of it when it was made
+  };
+  std::map<std::uint64_t, Chunk> chunks;  // base -> chunk
   std::map<int, std::vector<int>> peersOf;    // device -> visible devices that can access it
   std::size_t served = 0, asyncServed = 0, fallbacks = 0, deferred = 0, reused = 0, captured = 0, trimmed = 0;
 };
@@ -99,10 +102,9 @@ bool grow(Heap& h, std::size_t n, int device) {
   base::cuda::PointerAttrs a;
   if (!base::cuda::queryPointer(buf.value().data(), true, &a) || a.type != base::cuda::PointerAttrs::Type::kDevice)
     a = base::cuda::PointerAttrs{};
-  h.attrs[base] = a;
   h.ranges.addChunk(base, buf.value().size(), device);
   gRangesVersion.fetch_add(1, std::memory_order_release);
-  h.chunks.emplace(base, std::move(buf.value()));
+  h.chunks.emplace(base, Heap::Chunk{std::move(buf.value()), a});
   return true;
 }
 
@@ -110,7 +112,6 @@ bool grow(Heap& h, std::size_t n, int device) {
 void drop(Heap& h, std::uint64_t base) {
   h.ranges.dropChunk(base);
   gRangesVersion.fetch_add(1, std::memory_order_release);
-  h.attrs.erase(base);
   h.chunks.erase(base);
 }
 
@@ -223,12 +224,13 @@ int heapHolding(const void* p, HeapPlace* place) {
     s.where = h.ranges.holding(addr, &start, &s.size);
     s.start = static_cast<std::uintptr_t>(start);
     if (s.where > 0) {
-      auto a = h.attrs.find(h.ranges.chunkBase(addr));
-      if (a != h.attrs.end()) {
-        s.device = a->second.device;
-        s.bufferId = a->second.bufferId;
-        s.rangeStart = a->second.rangeStart;
-        s.rangeSize = a->second.rangeSize;
+      auto c = h.chunks.find(h.ranges.chunkBase(addr));
+      if (c != h.chunks.end()) {
+        const base::cuda::PointerAttrs& a = c->second.driver;
+        s.device = a.device;
+        s.bufferId = a.bufferId;
+        s.rangeStart = a.rangeStart;
+        s.rangeSize = a.rangeSize;
       }
     }
     seen.lo = s.where > 0 ? s.start : addr;
@@ -257,8 +259,8 @@ bool heapRelease(const void* p, bool keep) {
     // working set moves: the sizes it freed last are the ones it asks for next).
     auto c = h.chunks.find(empty);
     std::size_t limit = gAsyncKeep.get().value;
-    if (c != h.chunks.end() && c->second.size() <= limit) {
-      while (h.ranges.idleBytes() + c->second.size() > limit) {
+    if (c != h.chunks.end() && c->second.memory.size() <= limit) {
+      while (h.ranges.idleBytes() + c->second.memory.size() > limit) {
         drop(h, h.ranges.oldestIdle());
         ++h.trimmed;
       }

@@ -65,7 +65,7 @@ double railFactorAfter(double factor, std::int64_t pushNs, std::int64_t lateNs) 
   if (!(factor >= kRailFactorMin)) factor = kRailFactorMin;  // also NaN
   if (factor > 1) factor = 1;
   if (lateNs < 0) return std::min(1.0, factor + 1.0 / 32);  // the tail was first: room for more
-  if (lateNs > std::max<std::int64_t>(pushNs, 0) / 4) return std::max(kRailFactorMin, factor * 0.85);
+  if (railTailLate(pushNs, lateNs)) return std::max(kRailFactorMin, factor * 0.85);
   return factor;  // landed soon after (within a quarter of the NVLink part's time)
 }
 

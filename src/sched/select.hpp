@@ -158,6 +158,11 @@ constexpr std::size_t kRailGrain = 64 << 10;
 // [kRailFactorMin, 1].
 double railFactorAfter(double factor, std::int64_t pushNs, std::int64_t lateNs);
 constexpr double kRailFactorMin = 1.0 / 16;
+// Whether such a tail landed late: more than a quarter of the NVLink part's time after it (what
+// railFactorAfter cuts the share for, down to its floor).
+inline bool railTailLate(std::int64_t pushNs, std::int64_t lateNs) {
+  return lateNs > (pushNs > 0 ? pushNs : 0) / 4;
+}
 // The tail hostRail() gives, scaled by the governor's factor (rounded down to kRailGrain).
 inline std::size_t governedTail(std::size_t tail, double factor) {
   if (factor >= 1) return tail;

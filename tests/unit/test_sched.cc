@@ -316,6 +316,10 @@ TEST(RailGovernor, CutsLateTailsAndRaisesEarlyOnes) {
   const std::int64_t push = 1'000'000;  // the NVLink part took 1 ms
   EXPECT_DOUBLE_EQ(sched::railFactorAfter(1.0, push, push / 4 + 1), 0.85) << "a quarter late: cut";
   EXPECT_DOUBLE_EQ(sched::railFactorAfter(1.0, push, push / 4), 1.0) << "up to a quarter late: held";
+  EXPECT_TRUE(sched::railTailLate(push, push / 4 + 1));
+  EXPECT_FALSE(sched::railTailLate(push, push / 4));
+  EXPECT_FALSE(sched::railTailLate(push, -1)) << "first is not late";
+  EXPECT_TRUE(sched::railTailLate(-5, 1)) << "a push of no measured time: any lateness is late";
   EXPECT_DOUBLE_EQ(sched::railFactorAfter(0.5, push, 0), 0.5) << "landed together: held";
   EXPECT_DOUBLE_EQ(sched::railFactorAfter(0.5, push, -1), 0.5 + 1.0 / 32) << "tail first: raised";
   EXPECT_DOUBLE_EQ(sched::railFactorAfter(1.0, push, -1), 1.0) << "never above the table's share";
