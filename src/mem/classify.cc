@@ -98,16 +98,9 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
   // heap chunk the driver could not be asked about, is the driver's to classify.
   HeapPlace hp;
   int heap = heapHolding(p, &hp);
-  base::cuda::PointerAttrs a;
-  bool known;
-  if (heap > 0 && hp.bufferId != 0) {
-    known = true;
-    a.type = base::cuda::PointerAttrs::Type::kDevice;
-    a.device = hp.device;
-    a.bufferId = hp.bufferId;
-    a.rangeStart = hp.rangeStart;
-    a.rangeSize = hp.rangeSize;
-  } else {
+  base::cuda::PointerAttrs a = hp.driver;
+  bool known = heap > 0 && a.type == base::cuda::PointerAttrs::Type::kDevice;
+  if (!known) {
     known = base::cuda::queryPointer(p, true, &a);
     if (known && a.type != base::cuda::PointerAttrs::Type::kDevice) heap = 0;  // (the heap holds device memory only)
   }

@@ -100,8 +100,9 @@ bool grow(Heap& h, std::size_t n, int device) {
   // What the driver says of the chunk, once: classify answers heap buffers from it instead of
   // asking the driver per message (~0.2 us each on the sender's and the receiver's side).
   base::cuda::PointerAttrs a;
-  if (!base::cuda::queryPointer(buf.value().data(), true, &a) || a.type != base::cuda::PointerAttrs::Type::kDevice)
-    a = base::cuda::PointerAttrs{};
+  if (!base::cuda::queryPointer(buf.value().data(), true, &a) || a.type != base::cuda::PointerAttrs::Type::kDevice ||
+      a.bufferId == 0)
+    a = base::cuda::PointerAttrs{};  // (kUnknown: classify asks the driver)
   h.ranges.addChunk(base, buf.value().size(), device);
   gRangesVersion.fetch_add(1, std::memory_order_release);
   h.chunks.emplace(base, Heap::Chunk{std::move(buf.value()), a});
@@ -225,13 +226,7 @@ int heapHolding(const void* p, HeapPlace* place) {
     s.start = static_cast<std::uintptr_t>(start);
     if (s.where > 0) {
       auto c = h.chunks.find(h.ranges.chunkBase(addr));
-      if (c != h.chunks.end()) {
-        const base::cuda::PointerAttrs& a = c->second.driver;
-        s.device = a.device;
-        s.bufferId = a.bufferId;
-        s.rangeStart = a.rangeStart;
-        s.rangeSize = a.rangeSize;
-      }
+      if (c != h.chunks.end()) s.driver = c->second.driver;
     }
     seen.lo = s.where > 0 ? s.start : addr;
     seen.hi = s.where > 0 ? s.start + s.size : addr + 1;

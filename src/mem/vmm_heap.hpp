@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/cuda.hpp"
+
 namespace cgdr::mem {
 
 // True when cudaMalloc calls are to be served from the heap now (the setting, and for auto
@@ -46,11 +48,8 @@ struct HeapPlace {
   std::uintptr_t start = 0;  // where > 0: the range handed out (what cudaMalloc gave the program,
   std::size_t size = 0;      //   where the driver sees only the chunk around it)
   // where > 0: the driver's answers for the chunk holding it, asked once when the chunk was made
-  // (bufferId 0: the driver could not say; classify then asks it).
-  int device = -1;
-  std::uint64_t bufferId = 0;
-  std::uintptr_t rangeStart = 0;
-  std::size_t rangeSize = 0;
+  // (type kUnknown: the driver could not say; classify then asks it).
+  base::cuda::PointerAttrs driver;
 };
 // Where p lies in the heap (returns place->where): -1 is memory the program freed, or never got.
 // Without the heap's lock before its first chunk, and where the thread's last answer still holds
