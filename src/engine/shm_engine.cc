@@ -54,6 +54,7 @@ base::Status ShmEngine::start(MPI_Comm world) {
   e->eagerCredit_ = shm::eagerCredit();
   e->outbound_.resize(local.size());
   e->adverts_.resize(local.size());
+  e->pinned_.assign(local.size(), 0);
   e->ctlBacklog_.resize(local.size());
   instance_ = e;
   return base::Status::ok();
@@ -81,6 +82,9 @@ void ShmEngine::stop() {
                static_cast<unsigned long long>(s.railedBoth), static_cast<unsigned long long>(s.railLate),
                static_cast<unsigned long long>(s.railEarly), lowest);
     }
+    if (s.diverted)
+      CGDR_LOG(kWarn, kShm, "stats: host diversion: %llu messages (%llu bytes) through host memory beside NVLink",
+               static_cast<unsigned long long>(s.diverted), static_cast<unsigned long long>(s.divertedBytes));
     if (s.advertised)
       CGDR_LOG(kWarn, kShm, "stats: adverts: %llu receives advertised, %llu claimed by their sender, %llu retracted",
                static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),
@@ -190,6 +194,22 @@ bool ShmEngine::receivingFrom(const shm::Peer& p) const {
   for (const auto& [key, r] : dataRecvs_)
     if ((key >> 48) == p.local) return true;
   return false;
+}
+
+void ShmEngine::pinChunks(const shm::Peer& p) {
+  gpu_->pin(ep_->chunk(0), ep_->chunkRegionBytes());  // this rank's: its D2H copies land there
+  gpu_->pin(ep_->chunkRegion(p), ep_->chunkRegionBytes());  // p's: this rank's H2D copies read it
+  pinned_[p.local] = 1;
+}
+
+void ShmEngine::pendingFrom(const shm::Peer& p, std::uint64_t advertGuess, std::uint64_t* nvlink,
+                            std::uint64_t* host) const {
+  for (const auto& [key, r] : dataRecvs_)  // pushes asked for, streams (diverted ones among them)
+    if ((key >> 48) == p.local) r->addPending(p, advertGuess, nvlink, host);
+  for (const ShmRecv* r : copying_)  // pulls (the streams' copies are counted above)
+    if (r->pulling()) r->addPending(p, advertGuess, nvlink, host);
+  for (const LiveAdvert& a : adverts_[p.local])  // claimed: the sender is copying
+    if (a.claimed && a.recv) a.recv->addPending(p, advertGuess, nvlink, host);
 }
 
 void ShmEngine::expectData(shm::Peer& p, std::uint64_t msgId, ShmRecv* r) { dataRecvs_[dataKey(p, msgId)] = r; }
@@ -374,6 +394,7 @@ bool ShmEngine::tryRecvNow(const base::RecvArgs& a, const CommInfo& c, MPI_Statu
 // after every unexpected one from the same sender, so they are matched later, in order.
 void ShmEngine::start(ShmRecv& op, const CommInfo& c) {
   std::lock_guard lock(mutex_);
+  if (op.gpuTarget() && op.sourcePeer()) pinFor(*op.sourcePeer());
   CtxQueues& q = queuesOf(c.ctx);
   for (auto it = q.unexpected.begin(); it != q.unexpected.end(); ++it) {
     Unexpected& u = **it;

@@ -2,8 +2,8 @@
 // sender, which copies straight into them (CGDR_CUDA_PUSH=posted). MPI's rules must hold whether
 // the sender claims an advert or the receiver retracts it: posting order against wildcard and
 // later receives, non-overtaking with host messages in between, truncation, cancel before and
-// after the sender claimed, synchronous sends, probes, both directions at once, and blocking
-// sends whose receives come a little later. Rank 0 sends, rank 1 receives (both send in
+// after the sender claimed, synchronous sends, probes, both directions at once, blocking sends
+// whose receives come a little later, and a window whose receives come after its envelopes. Rank 0 sends, rank 1 receives (both send in
 // `bothWays`); every message byte-exact with a pattern per rank, message and offset; sizes from
 // the common list.
 #include <mpi.h>
@@ -101,6 +101,43 @@ void bothWays(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int
                   peer, i, in[i]->size());
     checkStatus(st[w + i], peer, 700 + i, in[i]->size(), what);
     in[i]->expect(t::seedOf(peer, base + peer * w + i), in[i]->size(), what);
+  }
+}
+
+// One way, receives posted after the envelopes came (matched from them), three rounds of the sizes
+// in one window, as in a bandwidth test whose receiver is late: with CGDR_CUDA_HOST_DIVERT_SHARE
+// some of them cross through host memory whole beside the others' NVLink copies (gpu.host_divert
+// checks the counter); every message byte-exact, in its own receive, with its own status.
+void lateWindow(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int me) {
+  const int w = static_cast<int>(sizes.size()) * 3;
+  int base = gMsg;
+  gMsg += w;
+  std::vector<std::unique_ptr<t::Buf>> bufs;
+  std::vector<MPI_Request> reqs(static_cast<std::size_t>(w), MPI_REQUEST_NULL);
+  for (int i = 0; i < w; ++i) {
+    std::size_t n = sizes[static_cast<std::size_t>(i) % sizes.size()];
+    bufs.push_back(std::make_unique<t::Buf>(me == 0 ? sk : rk, n));
+    if (me == 0) {
+      bufs.back()->fill(t::seedOf(0, base + i));
+      MPI_Isend(bufs.back()->ptr(), static_cast<int>(n), MPI_BYTE, 1, 800 + i % 3, MPI_COMM_WORLD, &reqs[i]);
+    } else {
+      bufs.back()->poison();
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // every envelope is in rank 1's ring (or on its way)
+  if (me == 1)
+    for (int i = 0; i < w; ++i)
+      MPI_Irecv(bufs[i]->ptr(), static_cast<int>(bufs[i]->size()), MPI_BYTE, 0, 800 + i % 3, MPI_COMM_WORLD, &reqs[i]);
+  std::vector<MPI_Status> st(static_cast<std::size_t>(w));
+  T_MPI(MPI_Waitall(w, reqs.data(), st.data()));
+  if (me == 1) {
+    for (int i = 0; i < w; ++i) {
+      char what[96];
+      std::snprintf(what, sizeof what, "late window %s->%s message %d n=%zu", t::name(sk), t::name(rk), i,
+                    bufs[i]->size());
+      checkStatus(st[i], 0, 800 + i % 3, bufs[i]->size(), what);
+      bufs[i]->expect(t::seedOf(0, base + i), bufs[i]->size(), what);
+    }
   }
 }
 
@@ -333,6 +370,7 @@ int main(int argc, char** argv) {
   if (t::size() == 2) {
     for (auto [sk, rk] : pairs) {
       window(sk, rk, sizes, me);
+      lateWindow(sk, rk, sizes, me);
       bothWays(sk, rk, sizes, me);
       for (std::size_t n : sizes) {
         postingOrder(sk, rk, n, me);
