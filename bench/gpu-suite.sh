@@ -211,7 +211,7 @@ probe_all() {
       podscpu2) r=$(timeout 40 "$pods" -n 2 --gpus "$gpus" --cpus "2,4;3,5" "${tr[@]}" "${xs[@]}" -- "$b" "${args[@]}" 2>&1) ;;
     esac
     say "probe $where $kinds $v: $(grep -E '^[0-9]' <<<"$r" | awk '{printf "%s=%.2f ", $1, $2}')"
-    grep -E "trace|channels|GPU copies|GPU buffers|adverts:|advert waits|host rail|host diversion" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
+    grep -E "trace|channels|GPU copies|GPU buffers|adverts:|advert waits|host rail" <<<"$r" | sed 's/^[^: ]*:[0-9]*:\(-\{0,1\}[0-9]*\) cgdr.*stats: /  rank \1: /; s/^.*stats: /  /' | tee -a "$summary"
   done
 }
 

@@ -377,6 +377,8 @@ void GpuPaths::pin(void* p, std::size_t n) {
   if (cudaHostRegister(p, n, cudaHostRegisterPortable) != cudaSuccess) {
     (void)cudaGetLastError();  // already registered by someone, or not allowed: copies still work
     CGDR_LOG(kDebug, kCuda, "cudaHostRegister of %zu bytes of shared memory failed", n);
+  } else {
+    ++pinnedOk_;
   }
 #else
   (void)p;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "channel/cuda_ipc/ipc.hpp"
@@ -129,6 +130,11 @@ class GpuPaths {
   // Page-locks host memory once (shared-memory chunks), so copies to and from it are asynchronous
   // and run at full speed. Failure only costs speed.
   void pin(void* p, std::size_t n);
+  // Regions pin() page-locked, and those the driver refused (CGDR_STATS).
+  std::pair<std::size_t, std::size_t> pinCounts() {
+    std::lock_guard lock(mutex_);
+    return {pinnedOk_, pinned_.size() - pinnedOk_};
+  }
 
   ~GpuPaths();
 
@@ -167,6 +173,7 @@ class GpuPaths {
   Export* exportOf(const void* p, std::size_t n, bool zc, const mem::MemInfo& known);
   std::unordered_map<std::uint64_t, Export> exports_;  // by allocation base
   std::unordered_set<void*> pinned_;
+  std::size_t pinnedOk_ = 0;
   // GPU UUIDs of this process's devices by ordinal, read on first use (mutex_ held).
   const std::uint8_t* uuidOf(int device);  // also fills mps_ (both under mutex_)
   std::vector<std::vector<std::uint8_t>> uuids_;

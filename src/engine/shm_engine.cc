@@ -82,9 +82,11 @@ void ShmEngine::stop() {
                static_cast<unsigned long long>(s.railedBoth), static_cast<unsigned long long>(s.railLate),
                static_cast<unsigned long long>(s.railEarly), lowest);
     }
-    if (s.diverted)
-      CGDR_LOG(kWarn, kShm, "stats: host diversion: %llu messages (%llu bytes) through host memory beside NVLink",
-               static_cast<unsigned long long>(s.diverted), static_cast<unsigned long long>(s.divertedBytes));
+    if (e->gpu_) {
+      auto [ok, refused] = e->gpu_->pinCounts();
+      if (ok + refused)
+        CGDR_LOG(kWarn, kShm, "stats: host chunks page-locked for GPU copies: %zu regions (%zu refused)", ok, refused);
+    }
     if (s.advertised)
       CGDR_LOG(kWarn, kShm, "stats: adverts: %llu receives advertised, %llu claimed by their sender, %llu retracted",
                static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),
@@ -200,16 +202,6 @@ void ShmEngine::pinChunks(const shm::Peer& p) {
   gpu_->pin(ep_->chunk(0), ep_->chunkRegionBytes());  // this rank's: its D2H copies land there
   gpu_->pin(ep_->chunkRegion(p), ep_->chunkRegionBytes());  // p's: this rank's H2D copies read it
   pinned_[p.local] = 1;
-}
-
-void ShmEngine::pendingFrom(const shm::Peer& p, std::uint64_t advertGuess, std::uint64_t* nvlink,
-                            std::uint64_t* host) const {
-  for (const auto& [key, r] : dataRecvs_)  // pushes asked for, streams (diverted ones among them)
-    if ((key >> 48) == p.local) r->addPending(p, advertGuess, nvlink, host);
-  for (const ShmRecv* r : copying_)  // pulls (the streams' copies are counted above)
-    if (r->pulling()) r->addPending(p, advertGuess, nvlink, host);
-  for (const LiveAdvert& a : adverts_[p.local])  // claimed: the sender is copying
-    if (a.claimed && a.recv) a.recv->addPending(p, advertGuess, nvlink, host);
 }
 
 void ShmEngine::expectData(shm::Peer& p, std::uint64_t msgId, ShmRecv* r) { dataRecvs_[dataKey(p, msgId)] = r; }

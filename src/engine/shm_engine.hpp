@@ -122,16 +122,12 @@ class ShmEngine {
   // the rail would otherwise take.
   bool sendingTo(const channel::shm::Peer& p) const;
   bool receivingFrom(const channel::shm::Peer& p) const;
-  // The bytes the receives from p still await over NVLink and through host memory as whole
-  // messages diverted from it (ShmRecv::addPending; claimed adverts count at most advertGuess).
-  // Engine mutex held; a walk of the receives under way, asked only for messages it may divert.
-  void pendingFrom(const channel::shm::Peer& p, std::uint64_t advertGuess, std::uint64_t* nvlink,
-                   std::uint64_t* host) const;
   // Page-locks the host chunks a GPU message with p may be copied through (this rank's and p's)
   // before the first one needs them: once per peer, at the first GPU message with it (engine mutex
   // held). cudaHostRegister of a chunk region costs milliseconds; done at the first block copied
-  // through the chunks (the host pipeline, the rail, a diverted message), it fell inside a bandwidth
-  // run's timed windows and cost a window of 1 MiB messages ~20 ms (docs/performance.md).
+  // through the chunks (the host pipeline, the rail), it could fall inside a bandwidth run's timed
+  // windows (a window of 1 MiB messages, ~100 us, took ~20 ms more: docs/performance.md,
+  // thirty-second session).
   void pinFor(const channel::shm::Peer& p) {
     if (gpu_ && !pinned_[p.local]) pinChunks(p);
   }
@@ -215,7 +211,6 @@ class ShmEngine {
     std::uint64_t railed = 0, railBytes = 0;  // receiver side: pushes with a host-rail tail, and its bytes
     std::uint64_t railedBoth = 0;             // of them, with traffic both ways
     std::uint64_t railLate = 0, railEarly = 0;  // of those, tails that landed late (the governor cuts, down to its floor), or first
-    std::uint64_t diverted = 0, divertedBytes = 0;  // receiver side: whole messages through host memory beside NVLink
     std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
     std::uint64_t advertWaits = 0, advertWaitFound = 0, advertWaitRanOut = 0;  // blocking senders
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;

@@ -100,7 +100,6 @@ class ShmSend final : public base::Op {
   bool async_ = false;    // GPU source copied block by block with the copy engine (with push_: the
                           // host rail, the tail streaming through host chunks beside the push)
   bool push_ = false;     // one copy straight into the receiver's buffer (of its first pushLen_ bytes)
-  bool railBlocks_ = false;  // host chunks in the rail's blocks (a whole message beside NVLink: CTS kHostBlocks)
   bool pushPending_ = false;  // that copy has not been seen done yet
   std::uint64_t pushLen_ = 0;
   CopyBlock pushBlock_;
@@ -147,12 +146,6 @@ class ShmRecv final : public base::Op {
   void onPushed(channel::shm::Peer& from, std::uint64_t len);
   // Retires finished GPU copies; true once none is in flight.
   bool pollCopies(mem::PollPass* pass = nullptr);
-  // Of a receive under way: the bytes it still awaits from its sender over NVLink (a push asked
-  // for, a pull, a claimed advert: its capacity, at most advertGuess) and through host memory as
-  // a whole message diverted from NVLink (sched::divertToHost); added to *nvlink and *host.
-  void addPending(const channel::shm::Peer& from, std::uint64_t advertGuess, std::uint64_t* nvlink,
-                  std::uint64_t* host) const;
-  bool pulling() const { return pulling_; }
   bool gpuTarget() const { return target_.gpu(); }
   void fail(const base::Status& s);
   // Mixed MPI_ANY_SOURCE: tries to take a message from the real MPI; true if it did.
@@ -167,7 +160,6 @@ class ShmRecv final : public base::Op {
   void setEnvelope(int src, int tag);
   bool startPull(channel::shm::Peer& from, const Unexpected& env, sched::Channel ch);
   bool startPush(channel::shm::Peer& from, const GpuOffer& target, sched::Channel ch, std::uint64_t tail);
-  bool divert(channel::shm::Peer& from, sched::Query q);
   void sendCts(channel::shm::Peer& from, channel::shm::StreamMode mode, std::uint32_t chunk = 0,
                std::uint64_t tail = 0);
   bool chooseDestination(bool async);
@@ -190,7 +182,6 @@ class ShmRecv final : public base::Op {
   bool pulling_ = false;    // one copy from the sender's buffer, then FIN
   bool pushed_ = false;     // asked the sender to copy into the buffer (it may stream instead)
   bool pushDone_ = false;   // its PUSHED came
-  bool diverted_ = false;   // a whole message asked through host memory beside NVLink (CTS kHostBlocks)
   std::uint64_t railTail_ = 0;  // of a push: the last bytes, asked to come through host chunks instead
   // The rail's governor (from_->railFactor, with traffic both ways): whether the tail was cut
   // with traffic both ways, when the CTS went and the PUSHED came, and whether the PUSHED came last.

@@ -199,34 +199,6 @@ bool ShmRecv::startPush(shm::Peer& from, const GpuOffer& target, sched::Channel 
   return true;
 }
 
-// A whole message through host memory beside NVLink (sched::divertToHost), where the receives
-// from the same sender still await enough over NVLink to hide it: CTS(host blocks), the sender
-// copies it out in the rail's blocks, this rank copies each in as it comes. q: the query that gave
-// a single copy over NVLink.
-bool ShmRecv::divert(shm::Peer& from, sched::Query q) {
-  const sched::Table& t = sched::table();
-  if (!target_.gpu() || !target_.contiguous() || !target_.direct() || !sched::divertCandidate(t, q)) return false;
-  q.bothWays = e_.sendingTo(from);
-  std::uint64_t nvlink = 0, host = 0;
-  if (!q.bothWays) e_.pendingFrom(from, expect_, &nvlink, &host);
-  if (!sched::divertToHost(t, q, nvlink, host) || !chooseDestination(true) || !dstAsync_) return false;
-  diverted_ = true;
-  ++e_.stats().diverted;
-  e_.stats().divertedBytes += expect_;
-  e_.countChannel(sched::Channel::kHostPipe, size_);
-  sendCts(from, shm::StreamMode::kHostBlocks);
-  return true;
-}
-
-void ShmRecv::addPending(const shm::Peer& from, std::uint64_t advertGuess, std::uint64_t* nvlink,
-                         std::uint64_t* host) const {
-  if (state_ != State::kReceiving || from_ != &from) return;
-  if (diverted_) *host += expect_ - std::min(got_, expect_);
-  else if (pulling_) *nvlink += expect_;
-  else if (pushed_ && !pushDone_) *nvlink += expect_ - railTail_;
-  else if (advert_) *nvlink += std::min<std::uint64_t>(target_.capacity(), advertGuess);  // claimed, not yet done
-}
-
 // The sender's copy into this rank's buffer finished: all of it, or all but the host rail's tail,
 // whose blocks may still be arriving (or the sender streamed everything: no PUSHED comes then).
 void ShmRecv::onPushed(shm::Peer& from, std::uint64_t len) {
@@ -327,7 +299,6 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     }
     sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
     if (t0) e_.trace(ShmEngine::kTrRecvChoose, t0);
-    if ((ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) && expect_ && divert(from, q)) return;
     if (ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) {
       if (target.flags & (GpuOffer::kIpc | GpuOffer::kZc)) {  // the chosen channel's handle, else the other
         std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;

@@ -358,7 +358,7 @@ bool ShmSend::pumpAsync() {
   std::uint32_t chunkBytes = ep.geometry().chunkBytes;
   std::size_t block = devRing_ ? ring_.slotBytes : chunkBytes;
   std::uint32_t keepFree = 0;
-  if ((push_ || railBlocks_) && !devRing_) {  // the host rail (or a message beside it): blocks of neighbouring chunks
+  if (push_ && !devRing_) {  // the host rail: blocks of neighbouring chunks
     std::size_t span = std::max<std::size_t>(1, std::min<std::size_t>(gRailBlock.get().value / chunkBytes,
                                                                       ep.geometry().chunks / 2));
     block = span * chunkBytes;
@@ -415,7 +415,6 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
   devRing_ = device && paths && mode == static_cast<std::uint64_t>(shm::StreamMode::kDevRing) &&
              paths->ring(peer_.worldRank, data_.mem().device, &ring_);
   async_ = device;
-  railBlocks_ = async_ && !devRing_ && mode == static_cast<std::uint64_t>(shm::StreamMode::kHostBlocks);
   if (async_ && !devRing_) pinChunks();
   pump();
 }

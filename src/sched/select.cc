@@ -61,23 +61,6 @@ std::size_t hostRail(const Table& t, const Query& q) {
   return hostRails(t, q, tails) ? tails[q.bothWays] : 0;
 }
 
-bool divertCandidate(const Table& t, const Query& q) {
-  double share = t.divertShare[q.caps.otherGpuInvisible];
-  if (!(share > 0) || t.forced != Channel::kCount || q.pattern != Pattern::kBandwidth || !q.caps.otherGpu ||
-      !q.caps.contiguous || q.src != mem::MemKind::kDevice || q.dst != Dst::kGpu || q.peer == PeerClass::kSelf ||
-      q.sameGpu || q.bytes == 0 || q.bytes < t.divertMin)
-    return false;
-  std::size_t tails[2];
-  return !hostRails(t, q, tails) || tails[0] == 0;  // one way: the rail does not split it
-}
-
-bool divertToHost(const Table& t, const Query& q, std::uint64_t nvlinkQueued, std::uint64_t hostQueued) {
-  if (q.bothWays || !divertCandidate(t, q)) return false;
-  double share = std::min(t.divertShare[q.caps.otherGpuInvisible], 0.9);  // NVLink keeps a part
-  return (static_cast<double>(hostQueued) + static_cast<double>(q.bytes)) * (1 - share) <=
-         static_cast<double>(nvlinkQueued) * share;
-}
-
 double railFactorAfter(double factor, std::int64_t pushNs, std::int64_t lateNs) {
   if (!(factor >= kRailFactorMin)) factor = kRailFactorMin;  // also NaN
   if (factor > 1) factor = 1;
@@ -159,16 +142,6 @@ std::string Table::describe() const {
     out += line;
   } else {
     out += "GPU to another GPU, single copy: no host rail\n";
-  }
-  if (divertShare[0] > 0 || divertShare[1] > 0) {
-    std::snprintf(line, sizeof line,
-                  "GPU to another GPU, bandwidth-bound, one way, matched from the envelope: whole messages from %zu "
-                  "bytes on that the rail does not split through host memory beside NVLink, up to a share of %.3f "
-                  "(that GPU not visible here: %.3f) of the bytes under way\n",
-                  divertMin, divertShare[0], divertShare[1]);
-    out += line;
-  } else {
-    out += "GPU to another GPU: no whole messages through host memory beside NVLink\n";
   }
   out += sameGpuDriver
              ? "same GPU used in turns (two processes, no MPS): the pair's lower world rank makes every copy "

@@ -113,12 +113,6 @@ class Table {
   std::size_t railOffset[2] = {0, 0};  // by Pattern: bandwidth-bound traffic hides the start
   std::size_t railMin[2] = {0, 0};     // by Pattern: messages under it cross NVLink alone
   std::size_t railMinBoth = 0;         // with traffic both ways, at least this too
-  // Whole messages through host memory beside NVLink (divertToHost): bandwidth-bound device
-  // messages one way, from divertMin bytes on, that the rail does not split. divertShare is the
-  // host path's part of the two paths' bandwidth (B_host / (B_nvlink + B_host), as railShare),
-  // by [caps.otherGpuInvisible]; 0: off.
-  double divertShare[2] = {};
-  std::size_t divertMin = 0;
 
  private:
   std::vector<Rule> rules_[static_cast<int>(PeerClass::kCount)][2][4][2];
@@ -175,23 +169,6 @@ inline std::size_t governedTail(std::size_t tail, double factor) {
   auto t = static_cast<std::size_t>(static_cast<double>(tail) * (factor > 0 ? factor : 0));
   return t / kRailGrain * kRailGrain;
 }
-// Pure: whether a device-to-GPU message matched from its envelope, which the scheduler gave a
-// single copy over NVLink (cuda-ipc, cuda-vmm-zc), should cross through host memory whole instead
-// (the host chunks in the rail's blocks: the sender's PCIe link, then the receiver's). With a
-// window of messages in flight one way, NVLink carries one message after another while the host
-// path carries another beside them: a second link, as the rail is for one large message, without
-// the rail's two extra copies and records on every message (under CGDR_CUDA_HOST_RAIL_MIN_BW they
-// cost more than they move). Only while the bytes still to come from the sender over NVLink
-// (nvlinkQueued) take at least as long as the host path needs for what it already carries
-// (hostQueued) plus this message: (hostQueued + bytes) x (1 - share) <= nvlinkQueued x share; so a
-// message is diverted only behind enough NVLink traffic to hide it, never the first of a burst,
-// and the host path never queues past its share. Bandwidth-bound traffic one way (q.bothWays:
-// there each PCIe link carries both directions' host copies), between two GPUs, from divertMin
-// bytes on, where the rail does not split the message; never under a forced channel.
-bool divertToHost(const Table& t, const Query& q, std::uint64_t nvlinkQueued, std::uint64_t hostQueued);
-// The same without the queues and q.bothWays: whether it is worth asking (the caller then walks
-// the messages in flight for the queues and whether traffic flows both ways).
-bool divertCandidate(const Table& t, const Query& q);
 // Whether the pair can use a channel at all for this query.
 bool usable(Channel c, const Query& q);
 

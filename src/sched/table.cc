@@ -99,18 +99,6 @@ Setting<Bytes> gRailMinBw("CGDR_CUDA_HOST_RAIL_MIN_BW", "8M", "bytes",
 Setting<Bytes> gRailMinBoth("CGDR_CUDA_HOST_RAIL_MIN_BOTH_WAYS", "64M", "bytes",
                             "As CGDR_CUDA_HOST_RAIL_MIN, with traffic both ways (CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS): "
                             "messages under this size cross NVLink alone.");
-Setting<double> gDivertShare("CGDR_CUDA_HOST_DIVERT_SHARE", "0.1", "fraction",
-                             "Bandwidth-bound device messages one way to another GPU, matched from their envelope, "
-                             "that the host rail does not split (under CGDR_CUDA_HOST_RAIL_MIN_BW): a whole "
-                             "message crosses through host memory (the host chunks in CGDR_CUDA_HOST_RAIL_BLOCK "
-                             "blocks) instead of NVLink where the bytes still to come over NVLink take as long as "
-                             "the host path needs for it and what it already carries, taking the host path's share "
-                             "of the two links' bandwidth. Where the receiving process sees the other GPU. 0: off.");
-Setting<double> gDivertShareInvisible("CGDR_CUDA_HOST_DIVERT_SHARE_INVISIBLE", "0.1", "fraction",
-                                      "As CGDR_CUDA_HOST_DIVERT_SHARE, where the receiving process cannot see the "
-                                      "other GPU (a container that sees only its own). 0: off.");
-Setting<Bytes> gDivertMin("CGDR_CUDA_HOST_DIVERT_MIN", "1M", "bytes",
-                          "See CGDR_CUDA_HOST_DIVERT_SHARE: smaller messages cross NVLink.");
 Setting<Bytes> gGdr("CGDR_GDRCOPY_LIMIT", "8K", "bytes", "GPU messages up to this size use gdrcopy where it exists.",
                     {"MV2_GDRCOPY_LIMIT"});
 Setting<Bytes> gCmaMin("CGDR_SHM_CMA_MIN", "8K", "bytes",
@@ -205,9 +193,6 @@ Table Table::fromSettings() {
   t.railMin[static_cast<int>(Pattern::kLatency)] = gRailMin.get().value;
   t.railMin[static_cast<int>(Pattern::kBandwidth)] = gRailMinBw.get().value;
   t.railMinBoth = gRailMinBoth.get().value;
-  t.divertShare[0] = gDivertShare.get() > 0 ? gDivertShare.get() : 0;
-  t.divertShare[1] = gDivertShareInvisible.get() > 0 ? gDivertShareInvisible.get() : 0;
-  t.divertMin = gDivertMin.get().value;
   return t;
 }
 

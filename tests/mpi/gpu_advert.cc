@@ -105,9 +105,8 @@ void bothWays(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int
 }
 
 // One way, receives posted after the envelopes came (matched from them), three rounds of the sizes
-// in one window, as in a bandwidth test whose receiver is late: with CGDR_CUDA_HOST_DIVERT_SHARE
-// some of them cross through host memory whole beside the others' NVLink copies (gpu.host_divert
-// checks the counter); every message byte-exact, in its own receive, with its own status.
+// in one window (three tags in turn), as in a bandwidth test whose receiver is late: every message
+// byte-exact, in its own receive, with its own status.
 void lateWindow(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int me) {
   const int w = static_cast<int>(sizes.size()) * 3;
   int base = gMsg;

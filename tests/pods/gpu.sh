@@ -113,17 +113,6 @@ if [ "$G" = "0;1" ]; then
 else
   ! grep -q "host rail:" <<<"$out" || fail "pods: a host rail between two pods on one GPU"
 fi
-# Whole messages through host memory beside NVLink across the pods (a 0.5 share for either
-# visibility, every call bandwidth-bound, from 1 byte on): the late window's receives are matched
-# from their envelopes and some are diverted; on one GPU there is no second link and none is.
-out=$(run "pods, host diversion" -n 2 --gpus "$G" -x CGDR_TRACE_MIN=0 -x CGDR_TRACE_THRESHOLD=0 \
-      -x CGDR_CUDA_HOST_DIVERT_SHARE=0.5 -x CGDR_CUDA_HOST_DIVERT_SHARE_INVISIBLE=0.5 -x CGDR_CUDA_HOST_DIVERT_MIN=1 -- \
-      "$T/gpu_advert" --kinds VV,DV,VD,DD --sizes 1,4095,1M+1,3M+5,9M+7)
-if [ "$G" = "0;1" ]; then
-  grep -q "host diversion: [1-9]" <<<"$out" || fail "pods: no message was diverted through host memory"
-else
-  ! grep -q "host diversion:" <<<"$out" || fail "pods: a message diverted between two pods on one GPU"
-fi
 out=$(run "pods, pull only" -n 2 --gpus "$G" -x CGDR_CUDA_PUSH=off -- "$T/p2p_basic" --kinds VV,VD,DV --sizes "$sizes")
 grep -q "pushed [1-9]" <<<"$out" && fail "pods: CGDR_CUDA_PUSH=off still pushed"
 grep -q "stats: channels: .*cuda-vmm-zc" <<<"$out" || fail "pods: pulls from exportable buffers did not go zero-copy"

@@ -310,98 +310,6 @@ TEST_F(Sched, HostRailAsksAboutTheOtherWayOnlyWhereTheSizeTakesIt) {
   EXPECT_EQ(asked, 7) << "asked even where the tails agree: the answer picks the governor";
 }
 
-// Whole messages through host memory beside NVLink: which messages qualify, and the balance of
-// the two paths' queues that decides, at and one byte either side of the boundary.
-TEST_F(Sched, DivertToHostWhereNvlinkTrafficHidesIt) {
-  const std::uint64_t mib = 1u << 20;
-  sched::Table t = tableWith({{"CGDR_CUDA_HOST_DIVERT_SHARE", "0.2"}, {"CGDR_CUDA_HOST_DIVERT_SHARE_INVISIBLE", "0.25"}});
-  Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 2 * mib, Pattern::kBandwidth, Caps{}};
-  q.caps.otherGpu = true;
-  q.caps.vmmZc = true;
-  // share 0.2: (host + 2 MiB) x 0.8 <= nvlink x 0.2, i.e. nvlink >= 4 x (host + 2 MiB)
-  EXPECT_TRUE(sched::divertCandidate(t, q));
-  EXPECT_TRUE(sched::divertToHost(t, q, 8 * mib, 0)) << "8 MiB over NVLink ahead hide 2 MiB at a 0.2 share";
-  EXPECT_FALSE(sched::divertToHost(t, q, 8 * mib - 1, 0)) << "one byte less does not";
-  EXPECT_FALSE(sched::divertToHost(t, q, 0, 0)) << "never the first of a burst";
-  EXPECT_FALSE(sched::divertToHost(t, q, 8 * mib, 1)) << "the host path carries something already";
-  EXPECT_TRUE(sched::divertToHost(t, q, 16 * mib, 2 * mib)) << "... behind twice as much NVLink traffic";
-  EXPECT_FALSE(sched::divertToHost(t, q, 16 * mib - 1, 2 * mib));
-  q.caps.otherGpuInvisible = true;  // share 0.25: nvlink >= 3 x (host + bytes)
-  EXPECT_TRUE(sched::divertToHost(t, q, 6 * mib, 0)) << "the other GPU not visible: its own share";
-  EXPECT_FALSE(sched::divertToHost(t, q, 6 * mib - 1, 0));
-  q.caps.otherGpuInvisible = false;
-  const std::uint64_t plenty = 1u << 30;
-  {
-    Query r = q;
-    r.bothWays = true;
-    EXPECT_TRUE(sched::divertCandidate(t, r)) << "the candidate does not know the other way";
-    EXPECT_FALSE(sched::divertToHost(t, r, plenty, 0)) << "traffic both ways: each PCIe link carries both";
-  }
-  auto no = [&](Query r, const char* why) {
-    EXPECT_FALSE(sched::divertCandidate(t, r)) << why;
-    EXPECT_FALSE(sched::divertToHost(t, r, plenty, 0)) << why;
-  };
-  {
-    Query r = q;
-    r.pattern = Pattern::kLatency;
-    no(r, "latency-bound traffic");
-    r = q;
-    r.caps.otherGpu = false;
-    no(r, "one GPU: no second link");
-    r = q;
-    r.sameGpu = true;
-    no(r, "one GPU used in turns");
-    r = q;
-    r.caps.contiguous = false;
-    no(r, "non-contiguous data");
-    r = q;
-    r.src = mem::MemKind::kManaged;
-    no(r, "managed source");
-    r = q;
-    r.src = mem::MemKind::kHost;
-    no(r, "host source");
-    for (Dst d : {Dst::kUnknown, Dst::kHost, Dst::kPosted}) {
-      r = q;
-      r.dst = d;
-      no(r, "destination not a matched GPU receive");
-    }
-    r = q;
-    r.peer = PeerClass::kSelf;
-    no(r, "one process");
-    r = q;
-    r.bytes = mib - 1;
-    no(r, "under CGDR_CUDA_HOST_DIVERT_MIN (1 MiB)");
-    r.bytes = mib;
-    EXPECT_TRUE(sched::divertToHost(t, r, plenty, 0)) << "at it";
-    r.bytes = 8 * mib;
-    no(r, "from CGDR_CUDA_HOST_RAIL_MIN_BW (8 MiB) the rail splits each message");
-    r.bytes = 8 * mib - 1;
-    EXPECT_TRUE(sched::divertToHost(t, r, plenty, 0)) << "one byte under it";
-    r.peer = PeerClass::kSameNamespace;
-    EXPECT_TRUE(sched::divertToHost(t, r, plenty, 0)) << "between ranks of one namespace too";
-  }
-  t = tableWith({{"CGDR_CUDA_HOST_DIVERT_SHARE", "0.2"}, {"CGDR_CUDA_HOST_RAIL_SHARE", "0"}});
-  q.bytes = 64 * mib;
-  EXPECT_TRUE(sched::divertToHost(t, q, plenty, 0)) << "the rail off one way: large messages may be diverted";
-  t = tableWith({{"CGDR_CUDA_HOST_DIVERT_SHARE", "0"}});
-  q.bytes = 2 * mib;
-  no(q, "share 0: off");
-  t = tableWith({{"CGDR_CUDA_HOST_DIVERT_SHARE", "-1"}});
-  no(q, "a negative share: off");
-  t = tableWith({{"CGDR_CUDA_HOST_DIVERT_SHARE", "5"}});
-  EXPECT_TRUE(sched::divertToHost(t, q, 9 * (q.bytes + 3 * mib), 3 * mib));
-  EXPECT_FALSE(sched::divertToHost(t, q, 0, 0)) << "at most 0.9: NVLink keeps a part";
-  t = tableWith({{"CGDR_CUDA_HOST_DIVERT_SHARE", "0.2"}, {"CGDR_FORCE_CHANNEL", "cuda-vmm-zc"}});
-  no(q, "a forced channel carries the whole message");
-  t = tableWith({{"CGDR_CUDA_HOST_DIVERT_SHARE", "0.2"}, {"CGDR_CUDA_HOST_DIVERT_MIN", "3M"}});
-  no(q, "under a raised minimum");
-  q.bytes = 3 * mib;
-  EXPECT_TRUE(sched::divertToHost(t, q, plenty, 0));
-  EXPECT_NE(t.describe().find("whole messages from 3145728 bytes on"), std::string::npos) << t.describe();
-  t = tableWith({{"CGDR_CUDA_HOST_DIVERT_SHARE", "0"}, {"CGDR_CUDA_HOST_DIVERT_SHARE_INVISIBLE", "0"}});
-  EXPECT_NE(t.describe().find("no whole messages through host memory"), std::string::npos) << t.describe();
-}
-
 // The governor of the rail with traffic both ways: cut where a tail landed well after its NVLink
 // part, raised where it landed first, held in between, within [kRailFactorMin, 1].
 TEST(RailGovernor, CutsLateTailsAndRaisesEarlyOnes) {
@@ -702,10 +610,7 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   for (char c : d) lines += c == '\n';
   // rule lists, the same-GPU lists of the two process classes, then their pull limits, then who
   // copies on one GPU
-  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1 + 1);  // + the host rail's and the diversion's lines
-  EXPECT_NE(d.find("whole messages from 1048576 bytes on that the rail does not split through host memory beside "
-                   "NVLink, up to a share of 0.100 (that GPU not visible here: 0.100)"),
-            std::string::npos) << d;
+  EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
   EXPECT_NE(d.find("one way: 0.070 (that GPU not visible here: 0.100), both ways: 0.090 (0.090) of the bytes "
                    "beyond 16777216 of messages from 0 bytes on (bandwidth-bound traffic: beyond 0, from 8388608 "
                    "on; both ways: from 67108864 on) through host memory"),

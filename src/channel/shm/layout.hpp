@@ -66,9 +66,8 @@ struct alignas(kLine) CtlRecord {
   std::uint64_t slotOffset;  // kDevData: byte offset of the block in that ring
   std::uint64_t sentNs;      // CGDR_TRACE_GPU: when the sender wrote it (0: untraced)
 };
-// How a sender streams after a CTS. kHostBlocks: the host chunks, in blocks of neighbouring
-// chunks as the host rail's (a whole GPU message sent through host memory beside NVLink).
-enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1, kPush = 2, kHostBlocks = 3 };
+// How a sender streams after a CTS.
+enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1, kPush = 2 };
 static_assert(sizeof(CtlRecord) == 64);
 
 // A 64-bit counter alone on its cache line.
