@@ -27,10 +27,13 @@ void checkStatus(const MPI_Status& st, int src, int tag, std::size_t n, const ch
           "%s: status source %d tag %d count %d, expected %d %d %zu", what, st.MPI_SOURCE, st.MPI_TAG, count, src, tag, n);
 }
 
-// A window of receives posted before any send (alternating two tags, the sizes in turn), then sent
-// in order: each receive must get its own message.
-void window(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int me) {
-  const int w = static_cast<int>(sizes.size()) * 2;
+// A window of messages one way, the sizes in turn, each receive with its own message and status:
+// receivesFirst, every receive posted before any send (two rounds, two tags in turn: advertised
+// to the sender); else every send posted before any receive (three rounds, three tags: matched
+// from their envelopes, as in a bandwidth test whose receiver is late).
+void window(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int me, bool receivesFirst) {
+  const int tags = receivesFirst ? 2 : 3, tag0 = receivesFirst ? 100 : 800;
+  const int w = static_cast<int>(sizes.size()) * tags;
   int base = gMsg;
   gMsg += w;
   std::vector<std::unique_ptr<t::Buf>> bufs;
@@ -38,25 +41,28 @@ void window(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int m
   for (int i = 0; i < w; ++i) {
     std::size_t n = sizes[static_cast<std::size_t>(i) % sizes.size()];
     bufs.push_back(std::make_unique<t::Buf>(me == 0 ? sk : rk, n));
-    if (me == 1) {
-      bufs.back()->poison();
-      MPI_Irecv(bufs.back()->ptr(), static_cast<int>(n), MPI_BYTE, 0, 100 + i % 2, MPI_COMM_WORLD, &reqs[i]);
-    } else {
-      bufs.back()->fill(t::seedOf(0, base + i));
+    if (me == 1) bufs.back()->poison();
+    else bufs.back()->fill(t::seedOf(0, base + i));
+  }
+  auto post = [&](bool receives) {
+    if (receives != (me == 1)) return;
+    for (int i = 0; i < w; ++i) {
+      int n = static_cast<int>(bufs[i]->size());
+      if (receives) MPI_Irecv(bufs[i]->ptr(), n, MPI_BYTE, 0, tag0 + i % tags, MPI_COMM_WORLD, &reqs[i]);
+      else MPI_Isend(bufs[i]->ptr(), n, MPI_BYTE, 1, tag0 + i % tags, MPI_COMM_WORLD, &reqs[i]);
     }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);  // every receive posted first
-  if (me == 0) {
-    for (int i = 0; i < w; ++i)
-      MPI_Isend(bufs[i]->ptr(), static_cast<int>(bufs[i]->size()), MPI_BYTE, 1, 100 + i % 2, MPI_COMM_WORLD, &reqs[i]);
-  }
+  };
+  post(receivesFirst);
+  MPI_Barrier(MPI_COMM_WORLD);  // every receive posted first, or every envelope sent
+  post(!receivesFirst);
   std::vector<MPI_Status> st(static_cast<std::size_t>(w));
   T_MPI(MPI_Waitall(w, reqs.data(), st.data()));
   if (me == 1) {
     for (int i = 0; i < w; ++i) {
       char what[96];
-      std::snprintf(what, sizeof what, "window %s->%s message %d n=%zu", t::name(sk), t::name(rk), i, bufs[i]->size());
-      checkStatus(st[i], 0, 100 + i % 2, bufs[i]->size(), what);
+      std::snprintf(what, sizeof what, "%s %s->%s message %d n=%zu", receivesFirst ? "window" : "late window",
+                    t::name(sk), t::name(rk), i, bufs[i]->size());
+      checkStatus(st[i], 0, tag0 + i % tags, bufs[i]->size(), what);
       bufs[i]->expect(t::seedOf(0, base + i), bufs[i]->size(), what);
     }
   }
@@ -101,42 +107,6 @@ void bothWays(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int
                   peer, i, in[i]->size());
     checkStatus(st[w + i], peer, 700 + i, in[i]->size(), what);
     in[i]->expect(t::seedOf(peer, base + peer * w + i), in[i]->size(), what);
-  }
-}
-
-// One way, receives posted after the envelopes came (matched from them), three rounds of the sizes
-// in one window (three tags in turn), as in a bandwidth test whose receiver is late: every message
-// byte-exact, in its own receive, with its own status.
-void lateWindow(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int me) {
-  const int w = static_cast<int>(sizes.size()) * 3;
-  int base = gMsg;
-  gMsg += w;
-  std::vector<std::unique_ptr<t::Buf>> bufs;
-  std::vector<MPI_Request> reqs(static_cast<std::size_t>(w), MPI_REQUEST_NULL);
-  for (int i = 0; i < w; ++i) {
-    std::size_t n = sizes[static_cast<std::size_t>(i) % sizes.size()];
-    bufs.push_back(std::make_unique<t::Buf>(me == 0 ? sk : rk, n));
-    if (me == 0) {
-      bufs.back()->fill(t::seedOf(0, base + i));
-      MPI_Isend(bufs.back()->ptr(), static_cast<int>(n), MPI_BYTE, 1, 800 + i % 3, MPI_COMM_WORLD, &reqs[i]);
-    } else {
-      bufs.back()->poison();
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);  // every envelope is in rank 1's ring (or on its way)
-  if (me == 1)
-    for (int i = 0; i < w; ++i)
-      MPI_Irecv(bufs[i]->ptr(), static_cast<int>(bufs[i]->size()), MPI_BYTE, 0, 800 + i % 3, MPI_COMM_WORLD, &reqs[i]);
-  std::vector<MPI_Status> st(static_cast<std::size_t>(w));
-  T_MPI(MPI_Waitall(w, reqs.data(), st.data()));
-  if (me == 1) {
-    for (int i = 0; i < w; ++i) {
-      char what[96];
-      std::snprintf(what, sizeof what, "late window %s->%s message %d n=%zu", t::name(sk), t::name(rk), i,
-                    bufs[i]->size());
-      checkStatus(st[i], 0, 800 + i % 3, bufs[i]->size(), what);
-      bufs[i]->expect(t::seedOf(0, base + i), bufs[i]->size(), what);
-    }
   }
 }
 
@@ -368,8 +338,8 @@ int main(int argc, char** argv) {
   T_CHECK(t::size() == 2, "gpu_advert runs on 2 ranks, not %d", t::size());
   if (t::size() == 2) {
     for (auto [sk, rk] : pairs) {
-      window(sk, rk, sizes, me);
-      lateWindow(sk, rk, sizes, me);
+      window(sk, rk, sizes, me, true);
+      window(sk, rk, sizes, me, false);
       bothWays(sk, rk, sizes, me);
       for (std::size_t n : sizes) {
         postingOrder(sk, rk, n, me);
