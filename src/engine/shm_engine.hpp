@@ -126,7 +126,7 @@ class ShmEngine {
   // before the first one needs them: once per peer, at the first GPU message with it (engine mutex
   // held). cudaHostRegister of a chunk region costs milliseconds; done at the first block copied
   // through the chunks (the host pipeline, the rail), it could fall inside a bandwidth run's timed
-  // windows (a window of 1 MiB messages, ~100 us, took ~20 ms more: docs/performance.md,
+  // windows (100 windows of 1 MiB messages took 32 ms instead of 10: docs/performance.md,
   // thirty-second session).
   void pinFor(const channel::shm::Peer& p) {
     if (gpu_ && !pinned_[p.local]) pinChunks(p);
