@@ -3,9 +3,9 @@
 // the sender claims an advert or the receiver retracts it: posting order against wildcard and
 // later receives, non-overtaking with host messages in between, truncation, cancel before and
 // after the sender claimed, synchronous sends, probes, both directions at once, blocking sends
-// whose receives come a little later, and a window whose receives come after its envelopes. Rank 0 sends, rank 1 receives (both send in
-// `bothWays`); every message byte-exact with a pattern per rank, message and offset; sizes from
-// the common list.
+// whose receives come a little later, and a window whose receives come after its envelopes. Rank
+// 0 sends, rank 1 receives (both send in `bothWays`); every message byte-exact with a pattern per
+// rank, message and offset; sizes from the common list.
 #include <mpi.h>
 #include <unistd.h>
 
