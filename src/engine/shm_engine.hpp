@@ -124,7 +124,9 @@ class ShmEngine {
   bool receivingFrom(const channel::shm::Peer& p) const;
   // Page-locks the host chunks a GPU message with p may be copied through (this rank's and p's)
   // before the first one needs them: once per peer, at the first GPU message with it (engine mutex
-  // held). cudaHostRegister of a chunk region costs milliseconds; done at the first block copied
+  // held). The only way chunks get page-locked: a send from GPU memory calls it when posted, a
+  // receive into GPU memory when started (a wildcard one when matched), and the copies through the
+  // chunks call it again, a no-op unless a path above missed them. cudaHostRegister of a chunk region costs milliseconds; done at the first block copied
   // through the chunks (the host pipeline, the rail), it could fall inside a bandwidth run's timed
   // windows (100 windows of 1 MiB messages took 32 ms instead of 10: docs/performance.md,
   // thirty-second session).

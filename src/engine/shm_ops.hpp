@@ -74,7 +74,6 @@ class ShmSend final : public base::Op {
   bool pumpHost();
   bool pumpAsync();
   bool pumpPush(mem::PollPass* pass);
-  void pinChunks();
   bool startPush(const GpuOffer& target, std::uint64_t n);
   // The receiver's buffer `t` describes, mapped here (channel `prefer` first); nullptr if not.
   void* mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channel* used);

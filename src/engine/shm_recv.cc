@@ -268,8 +268,8 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
                  env.gpu ? static_cast<mem::MemKind>(env.offer.kind) : mem::MemKind::kHost,
                  target_.gpu() ? sched::Dst::kGpu : sched::Dst::kHost, expect_,
                  sched::tracer().pattern(from.worldRank), sched::Caps{}};
+  if (env.gpu || target_.gpu()) e_.pinFor(from);  // (a wildcard receive: not pinned when posted)
   if (env.gpu) {
-    e_.pinFor(from);  // (a wildcard receive: not pinned when posted)
     GpuPaths::Place place = GpuPaths::Place::kUnknown;
     if (paths) {
       q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
@@ -352,7 +352,7 @@ void ShmRecv::onData(shm::Peer& from, std::uint32_t chunk, std::uint64_t offset,
   }
   const char* src = ep.peerChunk(from, chunk);
   if (dstAsync_) {  // host chunk -> GPU buffer with the copy engine; the chunk is released when it is done
-    if (GpuPaths* paths = e_.gpu()) paths->pin(ep.chunkRegion(from), ep.chunkRegionBytes());
+    e_.pinFor(from);  // (pinned when the receive started: kept where a path missed it)
     CopyBlock b;
     b.slot = chunk;
     b.offset = offset;

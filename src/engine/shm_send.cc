@@ -405,7 +405,7 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
     if (tail) {  // the host rail: the last bytes through the host chunks, block by block, meanwhile
       sent_ = toSend_ - tail;
       async_ = true;
-      pinChunks();
+      e_.pinFor(peer_);  // (pinned at the post: kept where a path missed it)
     }
     pump();
     return;
@@ -415,14 +415,8 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
   devRing_ = device && paths && mode == static_cast<std::uint64_t>(shm::StreamMode::kDevRing) &&
              paths->ring(peer_.worldRank, data_.mem().device, &ring_);
   async_ = device;
-  if (async_ && !devRing_) pinChunks();
+  if (async_ && !devRing_) e_.pinFor(peer_);
   pump();
-}
-
-// Page-locks this rank's chunks (once: GpuPaths remembers) for asynchronous copies into them.
-void ShmSend::pinChunks() {
-  shm::Endpoint& ep = e_.endpoint();
-  if (GpuPaths* paths = e_.gpu()) paths->pin(ep.chunk(0), ep.chunkRegionBytes());
 }
 
 void ShmSend::abort(const base::Status& s) {
