@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep tune rail probe alloc mps visprobe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep tune rail probe ab alloc mps visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -216,6 +216,31 @@ probe_all() {
 }
 
 if has probe 30; then probe_all; fi
+
+# A/B of this tree's libcgdr against another tree's on the same machine: AB_TAR, a `git archive`
+# tarball of the other tree (made here, carried in .deps/), is built beside this one (the library
+# and cgdr-pods only); then AB_ROUNDS rounds of this tree's cgdr-bench (AB_TEST, AB_KINDS between
+# two pods over AB_RANGE, AB_ARGS), the two libraries in turns, each round in the other order.
+if has ab 90 && [ -f "${AB_TAR:-}" ]; then
+  abs=$(mktemp -d /tmp/cgdr-ab.XXXXXX)
+  tar xf "$AB_TAR" -C "$abs" --strip-components=1
+  abpre=(); [ -d "$top/.deps" ] && abpre=(-DCMAKE_PREFIX_PATH="$top/.deps")
+  if cmake -S "$abs" -B "$abs/build" -G Ninja "${abpre[@]}" -DCGDR_MPI=openmpi -DMPI_C_COMPILER="$(command -v mpicc)" \
+       > "$logs/ab-build.log" 2>&1 && cmake --build "$abs/build" -j"$(nproc)" --target cgdr cgdr-pods-net >> "$logs/ab-build.log" 2>&1; then
+    say "ab: other tree built ($(tar tf "$AB_TAR" | head -1))"
+    kinds=${AB_KINDS:-DD} t=${AB_TEST:-bw}
+    for round in $(seq 1 "${AB_ROUNDS:-4}"); do
+      order="this other"; [ $((round % 2)) = 0 ] && order="other this"
+      for name in $order; do
+        pp=$pods; [ $name = other ] && pp=$abs/build/bin/cgdr-pods
+        say "ab $t $kinds round $round $name: $(timeout 60 "$pp" -n 2 --gpus "$gpus" --cpus "2;3" -- "$b" $t "${kinds:0:1}" \
+          "${kinds:1:1}" -m "${AB_RANGE:-256K:4M}" ${AB_ARGS:-} 2>&1 | grep -E '^[0-9]' | awk '{printf "%s=%.2f ", $1, $2}')"
+      done
+    done
+  else
+    say "ab: the other tree did not build (see ab-build.log)"; tail -5 "$logs/ab-build.log"
+  fi
+fi
 
 # What an allocation costs the program (cgdr-bench alloc D|A, both ranks at once): the exportable
 # heap against the runtime, in turns (ALLOC_ROUNDS rounds; CGDR_CUDA_MALLOC / _ASYNC off and
