@@ -84,18 +84,14 @@ int ChunkRanges::rangeOf(std::uint64_t p, std::size_t* size) const {
   return chunks_.at(l->second.second).device;
 }
 
-int ChunkRanges::holding(std::uint64_t addr, std::uint64_t* start, std::size_t* size) const {
+int ChunkRanges::holding(std::uint64_t addr, std::uint64_t* start, std::size_t* size, std::uint64_t* chunk) const {
   auto l = holder(live_, addr, [](const auto& v) { return v.first; });
   if (l == live_.end())
     return holder(chunks_, addr, [](const Chunk& c) { return c.size; }) == chunks_.end() ? 0 : -1;
   *start = l->first;
   *size = l->second.first;
+  if (chunk) *chunk = l->second.second;
   return 1;
-}
-
-std::uint64_t ChunkRanges::chunkBase(std::uint64_t addr) const {
-  auto c = holder(chunks_, addr, [](const Chunk& c) { return c.size; });
-  return c == chunks_.end() ? 0 : c->first;
 }
 
 void ChunkRanges::setIdle(Chunk& c, bool idle) {

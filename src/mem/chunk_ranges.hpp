@@ -28,11 +28,10 @@ class ChunkRanges {
   void markShared(std::uint64_t addr);
   // The device of the live range starting at p, or -1 if p starts none; its (rounded) size in *size.
   int rangeOf(std::uint64_t p, std::size_t* size) const;
-  // Where addr lies: 1 in a live range (its start and rounded size in *start, *size), -1 in a
-  // chunk but in no live range (handed out and given back, or never handed out), 0 in no chunk.
-  int holding(std::uint64_t addr, std::uint64_t* start, std::size_t* size) const;
-  // The base of the chunk holding addr, or 0 if none does.
-  std::uint64_t chunkBase(std::uint64_t addr) const;
+  // Where addr lies: 1 in a live range (its start and rounded size in *start, *size, the base of
+  // the chunk holding it in *chunk where asked), -1 in a chunk but in no live range (handed out
+  // and given back, or never handed out), 0 in no chunk.
+  int holding(std::uint64_t addr, std::uint64_t* start, std::size_t* size, std::uint64_t* chunk = nullptr) const;
   // Keeps an empty, unshared chunk for later requests instead of dropping it (idle until a
   // range of it is taken or it is shared); the heap bounds the idle bytes and trims them.
   void keepIdle(std::uint64_t base);

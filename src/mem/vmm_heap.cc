@@ -221,11 +221,11 @@ int heapHolding(const void* p, HeapPlace* place) {
     std::lock_guard lock(h.mutex);
     HeapPlace& s = seen.place;
     s = HeapPlace{};
-    std::uint64_t start = 0;
-    s.where = h.ranges.holding(addr, &start, &s.size);
+    std::uint64_t start = 0, chunk = 0;
+    s.where = h.ranges.holding(addr, &start, &s.size, &chunk);
     s.start = static_cast<std::uintptr_t>(start);
     if (s.where > 0) {
-      auto c = h.chunks.find(h.ranges.chunkBase(addr));
+      auto c = h.chunks.find(chunk);
       if (c != h.chunks.end()) s.driver = c->second.driver;
     }
     seen.lo = s.where > 0 ? s.start : addr;

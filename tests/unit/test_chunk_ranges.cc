@@ -61,11 +61,13 @@ TEST(ChunkRanges, HoldingTellsLiveFreedAndForeign) {
   ChunkRanges r;
   r.addChunk(0x20000000, 2 * kMiB, 0);
   std::uint64_t a = r.take(1000, 0), b = r.take(256, 0);
-  std::uint64_t start = 0;
+  std::uint64_t start = 0, chunk = 0;
   std::size_t size = 0;
-  EXPECT_EQ(r.holding(a + 999, &start, &size), 1);
+  EXPECT_EQ(r.holding(a + 999, &start, &size, &chunk), 1);
   EXPECT_EQ(start, a);
-  EXPECT_EQ(size, 1024u);                           // rounded to the alignment
+  EXPECT_EQ(size, 1024u);  // rounded to the alignment
+  // The chunk around a live range (classify takes the driver's view of it from there).
+  EXPECT_EQ(chunk, 0x20000000u);
   EXPECT_EQ(r.holding(a + 1024, &start, &size), 1);  // the next range
   EXPECT_EQ(start, b);
   EXPECT_EQ(r.holding(b + 256, &start, &size), -1);  // in the chunk, never handed out
@@ -74,11 +76,13 @@ TEST(ChunkRanges, HoldingTellsLiveFreedAndForeign) {
   EXPECT_EQ(r.holding(a, &start, &size), -1);        // handed out and given back
   EXPECT_EQ(r.holding(0x20000000 - 1, &start, &size), 0);
   EXPECT_EQ(r.holding(0x20000000 + 2 * kMiB, &start, &size), 0);
-  // The chunk around an address, live or not (classify takes the driver's view of it from there).
-  EXPECT_EQ(r.chunkBase(a), 0x20000000u);
-  EXPECT_EQ(r.chunkBase(0x20000000 + 2 * kMiB - 1), 0x20000000u);
-  EXPECT_EQ(r.chunkBase(0x20000000 - 1), 0u);
-  EXPECT_EQ(r.chunkBase(0x20000000 + 2 * kMiB), 0u);
+  // A range in a second chunk (another device's) names that chunk.
+  r.addChunk(0x30000000, 2 * kMiB, 1);
+  std::uint64_t c = r.take(300, 1);
+  ASSERT_GE(c, 0x30000000u);
+  EXPECT_EQ(r.holding(c + 299, &start, &size, &chunk), 1);
+  EXPECT_EQ(start, c);
+  EXPECT_EQ(chunk, 0x30000000u);
 }
 
 TEST(ChunkRanges, SharedChunkIsKeptAndReused) {
@@ -269,14 +273,14 @@ TEST(ChunkRanges, RandomAgainstModel) {
           wantSize = std::prev(l)->second.first;
         }
       }
-      std::uint64_t start = 0;
+      std::uint64_t start = 0, chunk = 0;
       std::size_t size = 0;
-      ASSERT_EQ(r.holding(a, &start, &size), want) << "address " << std::hex << a;
-      ASSERT_EQ(r.chunkBase(a), want ? std::prev(c)->first : 0u) << "address " << std::hex << a;
+      ASSERT_EQ(r.holding(a, &start, &size, &chunk), want) << "address " << std::hex << a;
       ++outcomes[want + 1];
       if (want == 1) {
         ASSERT_EQ(start, wantStart);
         ASSERT_EQ(size, wantSize);
+        ASSERT_EQ(chunk, std::prev(c)->first) << "address " << std::hex << a;
       }
     }
   }
