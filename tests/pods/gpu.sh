@@ -128,6 +128,17 @@ for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
   [ $ch = cuda-vmm-zc ] || ! grep -q "stats: channels: .*$others" <<<"$out" ||
     fail "pods, $ch forced: $(grep -o "stats: channels: .*" <<<"$out" | sort -u | tr '\n' ' ')"
 done
+# The host chunks are page-locked at a pair's first GPU message, across namespaces too: here no
+# message goes through them (exportable buffers, cuda-vmm-zc forced; small sizes, so that
+# p2p_basic's own host messages, which cannot use CMA across PID namespaces, stay eager), yet
+# each rank page-locks its own region and its peer's.
+out=$(run "pods, host chunks page-locked early" -n 2 --gpus "$G" -x CGDR_FORCE_CHANNEL=cuda-vmm-zc -- \
+  "$T/p2p_basic" --kinds VV --sizes "1,4095")
+grep -q "stats: channels: .*host-pipeline" <<<"$out" && fail "pods, page-locked early: a message took the host pipeline"
+for r in 0 1; do
+  grep -qE "^pod$r:[0-9]+:$r cgdr WARN shm: stats: host chunks page-locked for GPU copies: 2 regions" <<<"$out" ||
+    fail "pods, page-locked early: rank $r: $(grep -o 'page-locked for GPU copies: .*' <<<"$out" | tr '\n' ' ')"
+done
 run "pods, stress with device buffers" -n 2 --gpus "$G" -- "$T/stress" --seed 11 --rounds 10 --kinds DD,DH,HD > /dev/null
 run "pods, freed and re-allocated buffers" -n 2 --gpus "$G" -- "$T/gpu_realloc" --kinds DD,VV,VD > /dev/null
 # Two pods of two ranks each, one communicator of four: every rank has a peer in its own pod (one
