@@ -126,10 +126,10 @@ class ShmEngine {
   // before the first one needs them: once per peer, at the first GPU message with it (engine mutex
   // held). The only way chunks get page-locked: a send from GPU memory calls it when posted, a
   // receive into GPU memory when started (a wildcard one when matched), and the copies through the
-  // chunks call it again, a no-op unless a path above missed them. cudaHostRegister of a chunk region costs milliseconds; done at the first block copied
-  // through the chunks (the host pipeline, the rail), it could fall inside a bandwidth run's timed
-  // windows (100 windows of 1 MiB messages took 32 ms instead of 10: docs/performance.md,
-  // thirty-second session).
+  // chunks call it again, a no-op unless a path above missed them. cudaHostRegister of a chunk
+  // region costs milliseconds; done at the first block copied through the chunks (the host
+  // pipeline, the rail), it could fall inside a bandwidth run's timed windows (100 windows of 1 MiB
+  // messages took 32 ms instead of 10: docs/performance.md, thirty-second session).
   void pinFor(const channel::shm::Peer& p) {
     if (gpu_ && !pinned_[p.local]) pinChunks(p);
   }
