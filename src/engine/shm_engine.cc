@@ -87,6 +87,9 @@ void ShmEngine::stop() {
       if (ok + refused)
         CGDR_LOG(kWarn, kShm, "stats: host chunks page-locked for GPU copies: %zu regions (%zu refused)", ok, refused);
     }
+    if (s.unpinnedCopies)
+      CGDR_LOG(kWarn, kShm, "stats: host chunks not page-locked for %llu GPU copies (a missed pinFor)",
+               static_cast<unsigned long long>(s.unpinnedCopies));
     if (s.advertised)
       CGDR_LOG(kWarn, kShm, "stats: adverts: %llu receives advertised, %llu claimed by their sender, %llu retracted",
                static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),

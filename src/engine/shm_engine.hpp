@@ -124,14 +124,20 @@ class ShmEngine {
   bool receivingFrom(const channel::shm::Peer& p) const;
   // Page-locks the host chunks a GPU message with p may be copied through (this rank's and p's)
   // before the first one needs them: once per peer, at the first GPU message with it (engine mutex
-  // held). The only way chunks get page-locked: a send from GPU memory calls it when posted, a
-  // receive into GPU memory when started (a wildcard one when matched), and the copies through the
-  // chunks call it again, a no-op unless a path above missed them. cudaHostRegister of a chunk
+  // held). The only way chunks get page-locked: a send from GPU memory calls it when posted
+  // (ShmSend::tryPost), a receive into GPU memory or of a GPU message when its rendezvous starts
+  // (ShmRecv::startRendezvous; a receive naming its source already when started). Every copy
+  // through the chunks with GPU memory follows one of these. cudaHostRegister of a chunk
   // region costs milliseconds; done at the first block copied through the chunks (the host
   // pipeline, the rail), it could fall inside a bandwidth run's timed windows (100 windows of 1 MiB
   // messages took 32 ms instead of 10: docs/performance.md, thirty-second session).
   void pinFor(const channel::shm::Peer& p) {
     if (gpu_ && !pinned_[p.local]) pinChunks(p);
+  }
+  // Counts a block copied between GPU memory and the chunks shared with p before pinFor(p): a path
+  // that skipped the page-locking above (CGDR_STATS prints the count; the GPU tests fail on it).
+  void checkPinned(const channel::shm::Peer& p) {
+    if (gpu_ && !pinned_[p.local]) ++stats_.unpinnedCopies;
   }
   // Which channel served a message (CGDR_STATS).
   void countChannel(sched::Channel c, std::size_t bytes);
@@ -215,6 +221,7 @@ class ShmEngine {
     std::uint64_t railLate = 0, railEarly = 0;  // of those, tails that landed late (the governor cuts, down to its floor), or first
     std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
     std::uint64_t advertWaits = 0, advertWaitFound = 0, advertWaitRanOut = 0;  // blocking senders
+    std::uint64_t unpinnedCopies = 0;  // GPU copies through host chunks not page-locked (checkPinned)
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;
     std::uint64_t channel[static_cast<int>(sched::Channel::kCount)] = {};
     std::uint32_t bySize[65] = {};  // per bit length of the size: channels seen (bit mask)

@@ -352,7 +352,7 @@ void ShmRecv::onData(shm::Peer& from, std::uint32_t chunk, std::uint64_t offset,
   }
   const char* src = ep.peerChunk(from, chunk);
   if (dstAsync_) {  // host chunk -> GPU buffer with the copy engine; the chunk is released when it is done
-    e_.pinFor(from);  // (pinned when the receive started: kept where a path missed it)
+    e_.checkPinned(from);  // page-locked by startRendezvous, the one sender of the CTS that leads here
     CopyBlock b;
     b.slot = chunk;
     b.offset = offset;

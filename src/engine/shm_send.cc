@@ -378,6 +378,7 @@ bool ShmSend::pumpAsync() {
     b.offset = sent_;
     b.len = len;
     char* dst = devRing_ ? ring_.base + std::size_t(slot) * ring_.slotBytes : ep.chunk(slot);
+    if (!devRing_) e_.checkPinned(peer_);
     // this rank's ring lives until finalize: one identity for it
     mem::CopyIds ids{devRing_ ? mem::copyId(~std::uint64_t{0}, 1) : 0, data_.mem().bufferId};
     base::Status st = b.copy.start(dst, data_.gpuData() + sent_, b.len, device,
@@ -404,8 +405,7 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
   if (target && startPush(*target, toSend_ - tail)) {
     if (tail) {  // the host rail: the last bytes through the host chunks, block by block, meanwhile
       sent_ = toSend_ - tail;
-      async_ = true;
-      e_.pinFor(peer_);  // (pinned at the post: kept where a path missed it)
+      async_ = true;  // (the chunks were page-locked when this GPU send was posted: tryPost)
     }
     pump();
     return;
@@ -414,8 +414,7 @@ void ShmSend::onCts(std::uint64_t len, std::uint64_t mode, const GpuOffer* targe
   GpuPaths* paths = e_.gpu();
   devRing_ = device && paths && mode == static_cast<std::uint64_t>(shm::StreamMode::kDevRing) &&
              paths->ring(peer_.worldRank, data_.mem().device, &ring_);
-  async_ = device;
-  if (async_ && !devRing_) e_.pinFor(peer_);
+  async_ = device;  // (chunks page-locked at the post, as above)
   pump();
 }
 

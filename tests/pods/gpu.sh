@@ -25,6 +25,8 @@ run() {  # run LABEL PODS-ARGS... -- PROGRAM ARGS...
   local out
   out=$(CGDR_STATS=1 timeout 300 "$PODS" "$@" 2>&1)
   grep -q "^PASS" <<<"$out" || fail "$label: $(grep -E 'FAIL|rror|killed' <<<"$out" | head -3)"
+  # every GPU copy through the host chunks must find them page-locked (ShmEngine::checkPinned)
+  grep -q "not page-locked" <<<"$out" && fail "$label: $(grep -o 'host chunks not page-locked.*' <<<"$out" | head -2)"
   echo "step '$label': $((SECONDS - t0)) s" >&2
   grep -E "stats: (channels|sizes)" <<<"$out" | sort -u | head -12 >&2
   echo "$out"
