@@ -3,6 +3,8 @@
 
 usage: compare-report.py OUTDIR TABLE.md PLOT.png
 Reads OUTDIR/{latency,bw,bibw}-{native,opt,optstage,optvmm,optvmmall,def}.json (cgdr-bench --json),
+the NCCL runs {test}-{ncclnative,ncclpods,ncclpodsid}.json and .log (cgdr-bench --nccl; NCCL_DEBUG
+lines name the transport) where they exist,
 the further rounds' {test}-{mode}.rN.json (OUTDIR/rounds.txt: how many; each size's value is its
 median over the rounds), floor.json (cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the
 first round's logs (which channel served which sizes). The plot needs matplotlib
@@ -16,6 +18,9 @@ import sys
 MODES = [("native", "Native"), ("opt", "Container-Opt"), ("optstage", "Container-Opt (heap off)"),
          ("optvmm", "Container-Opt (V bufs)"),
          ("optvmmall", "Container-Opt (V bufs, all GPUs visible)"), ("def", "Container-Def")]
+# cgdr-bench --nccl runs beside cgdr's (one run each): their own table and dotted lines in the plot.
+NCCL_MODES = [("ncclnative", "NCCL native"), ("ncclpods", "NCCL containers"),
+              ("ncclpodsid", "NCCL containers, NCCL_HOSTID shared")]
 TESTS = [("latency", "us", "latency (us), lower is better"),
          ("bw", "GB/s", "bandwidth (GB/s), higher is better"),
          ("bibw", "GB/s", "bi-directional bandwidth (GB/s), higher is better")]
@@ -80,6 +85,53 @@ def channel_of(ranges, size):
         if lo <= size <= hi:
             names |= n
     return "+".join(sorted(names)) if names else "-"
+
+
+def nccl_transports(log):
+    """The transports NCCL's INFO lines name for the pair's channels ('via P2P/CUMEM/read',
+    'via NET/Socket/0', ...), and the first NCCL error or warning line where the run failed."""
+    try:
+        text = pathlib.Path(log).read_text(errors="replace")
+    except OSError:
+        return "not run", ""
+    via = sorted(set(re.findall(r"\d+\[\d+\] -> \d+\[\d+\][^\n]* via (\S+)", text)))
+    err = re.search(r"^.*(NCCL WARN|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|"
+                    r"ncclInvalidUsage|ncclRemoteError|failed:).*$", text, re.M)
+    return (", ".join(via) if via else "none named"), (err.group(0).strip()[:160] if err else "")
+
+
+def nccl_section(folder, test, unit, cgdr):
+    """Markdown lines comparing cgdr's Native and Container-Opt with NCCL (empty without NCCL runs)."""
+    res = {m: load(folder / f"{test}-{m}.json") for m, _ in NCCL_MODES}
+    if not any(res.values()) and not any((folder / f"{test}-{m}.log").exists() for m, _ in NCCL_MODES):
+        return [], res
+    lat = test == "latency"
+    lines = [f"### {test} ({unit}): cgdr beside NCCL", ""]
+    for m, label in NCCL_MODES:
+        via, err = nccl_transports(folder / f"{test}-{m}.log")
+        lines.append(f"- {label}: transport {via}" + (f"; {err}" if err and not res[m] else "") +
+                     ("" if res[m] else " (no result)"))
+    lines += ["", "Speed-up: cgdr over NCCL (latency: NCCL's time over cgdr's; bandwidth: cgdr's rate over "
+              "NCCL's); containers: Container-Opt against the faster of the two NCCL container runs.", "",
+              "| size | Native (cgdr) | Container-Opt (cgdr) | " + " | ".join(n for _, n in NCCL_MODES) +
+              " | cgdr native vs NCCL native | cgdr containers vs NCCL containers |",
+              "|---:|---:|---:|" + "---:|" * len(NCCL_MODES) + "---:|---:|"]
+    def fmt(x):
+        return "-" if x is None else (f"{x:.3g}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}")
+    def speed(c, n):
+        if not c or not n:
+            return "-"
+        return f"{(n / c) if lat else (c / n):.2f}x"
+    sizes = sorted({s for r in list(res.values()) + [cgdr["native"], cgdr["opt"]] for s in r})
+    for s in sizes:
+        v = {m: res[m].get(s) for m, _ in NCCL_MODES}
+        pods = [x for x in (v["ncclpods"], v["ncclpodsid"]) if x]
+        best = (min(pods) if lat else max(pods)) if pods else None
+        nat, opt = cgdr["native"].get(s), cgdr["opt"].get(s)
+        lines.append(f"| {human(s)} | {fmt(nat)} | {fmt(opt)} | " + " | ".join(fmt(v[m]) for m, _ in NCCL_MODES) +
+                     f" | {speed(nat, v['ncclnative'])} | {speed(opt, best)} |")
+    lines.append("")
+    return lines, res
 
 
 def human(n):
@@ -172,6 +224,9 @@ def main(folder, table_path, plot_path):
                          f" | {optnat} | {spread} | {snat} | {vnat} | {vall} | {optfl} | {speed} | {channel_of(ranges, s)} |"
                          f" {channel_of(rstage, s)} | {channel_of(rnat, s)} |")
         lines.append("")
+        more, nres = nccl_section(folder, test, unit, res)
+        lines += more
+        res.update(nres)
     pathlib.Path(table_path).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     try:
@@ -184,11 +239,12 @@ def main(folder, table_path, plot_path):
     fig, axes = plt.subplots(1, 3, figsize=(18, 5.5))
     for ax, (test, unit, title) in zip(axes, TESTS):
         res = results.get(test, {})
-        for m, name in MODES:
+        for m, name in MODES + NCCL_MODES:
             r = res.get(m, {})
             if r:
                 xs = sorted(x for x in r if r[x] > 0)  # (a log axis: rates that round to 0 are left out)
-                ax.plot(xs, [r[x] for x in xs], marker="o", markersize=3, label=name)
+                ax.plot(xs, [r[x] for x in xs], ":" if m.startswith("nccl") else "-", marker="o", markersize=3,
+                        label=name)
         fl = floor.get(test, {})
         if fl:
             xs = sorted(x for x in fl if fl[x] > 0)

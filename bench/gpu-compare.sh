@@ -17,6 +17,8 @@
 # plot (PNG) to the given docs paths; prints which channel served each size. On a machine of one
 # GPU both ranks (and both pods) share it, the floor is a bare copy within it, and the all-GPUs-
 # visible variant is left out (OUTDIR/layout.txt says so for the report).
+# NCCL (where bench/find-nccl.sh finds it and there are two GPUs): the same tests through
+# ncclSend/ncclRecv natively and across the pods (see below), for the report's NCCL table.
 # Native, Container-Opt and Container-Opt (V bufs), the modes the targets compare, run in
 # COMPARE_ROUNDS rounds (default 3), each round in another order; the table gives each size's
 # median over the rounds and the spread of the per-round Opt/Nat ratio (one run per mode moved a
@@ -116,4 +118,32 @@ for t in $tests; do
   [ "$t" = latency ] && od="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
   mode def "$t-def" "$((limit * 2))" $od
 done
+# NCCL beside cgdr (COMPARE_NCCL=0 leaves it out): the same tests through ncclSend/ncclRecv
+# (cgdr-bench --nccl; MPI only starts the ranks, cgdr not loaded), natively and across the same two
+# pods, where NCCL takes the pods for two hosts (another hostname each) unless told otherwise: once
+# as it comes, once with NCCL_HOSTID shared (NCCL's setting to call them one host). NCCL_DEBUG=INFO
+# logs name the transport each ring took (the report quotes them). One run each; the pods as they
+# come may go through the network stack, so with Container-Def's iterations.
+nccl=""
+[ "${COMPARE_NCCL:-1}" != 0 ] && nccl=$("$top/bench/find-nccl.sh")
+if [ -n "$nccl" ] && [ "$gpus" = "0;0" ]; then
+  echo "NCCL: left out on one GPU (NCCL refuses two ranks on one GPU)" | tee "$out/nccl.txt"
+elif [ -n "$nccl" ]; then
+  echo "NCCL: $nccl" | tee "$out/nccl.txt"
+  nx=(-x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,P2P,SHM,NET -x NCCL_NVLS_ENABLE=0)
+  for t in $tests; do
+    o=${opts[$t]}
+    od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
+    [ "$t" = latency ] && od="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
+    nb=("$b" "$t" D D -m "$range" --nccl "$nccl")
+    run "$t-ncclnative" "$limit" mpirun --cpu-set 2,3 --bind-to core -np 2 "${nx[@]}" "${nb[@]}" $o \
+      --json "$out/$t-ncclnative.json"
+    run "$t-ncclpodsid" "$limit" "$pods" -n 2 --no-cgdr --gpus "$gpus" --cpus "2;3" "${nx[@]}" -x NCCL_HOSTID=cgdr-pods \
+      -- "${nb[@]}" $o --json "$out/$t-ncclpodsid.json"
+    run "$t-ncclpods" "$((limit * 2))" "$pods" -n 2 --no-cgdr --gpus "$gpus" --cpus "2;3" "${nx[@]}" \
+      -- "${nb[@]}" $od --json "$out/$t-ncclpods.json"
+  done
+elif [ "${COMPARE_NCCL:-1}" != 0 ]; then
+  echo "NCCL: no library found (bench/find-nccl.sh): the NCCL columns are left out" | tee "$out/nccl.txt"
+fi
 python3 "$top/bench/compare-report.py" "$out" "$table" "$plot"

@@ -33,6 +33,8 @@ struct Options {
   const char* datatype = "MPI_CHAR";
   std::string json;                     // file path, "-" for stdout, empty for none
   int gpu = -1;                         // device ordinal; -1: local rank modulo device count
+  std::string nccl;                     // --nccl LIB: the point-to-point tests through NCCL (nccl.cc)
+  std::string transport = "MPI";        // what moved the bytes (the JSON's "transport")
 };
 
 // A buffer of one location; memory is allocated once at the largest size.
@@ -88,6 +90,10 @@ int runPt2pt(const Options& o);
 int runCollective(const Options& o);
 // alloc D|A: the cost of cudaMalloc+cudaFree / cudaMallocAsync+cudaFreeAsync pairs (alloc.cc).
 int runAlloc(const Options& o);
+// --nccl: loads NCCL from LIB (an error message, empty on success), then runs latency/bw/bibw
+// through ncclSend/ncclRecv between ranks 0 and 1 (exactly 2 ranks), MPI only bootstrapping.
+std::string loadNccl(const std::string& lib);
+int runNccl(const Options& o);
 bool isCollective(const std::string& test);
 
 }  // namespace bench

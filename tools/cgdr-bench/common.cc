@@ -218,7 +218,7 @@ void writeJson(const Options& o, const Report& r) {
   const char* pre = std::getenv("LD_PRELOAD");
   std::string out = "{\"benchmark\": \"" + o.test + "\", \"send\": \"" + locLetter(o.send) + "\", \"recv\": \"" +
                     locLetter(o.recv) + "\", \"ranks\": " + std::to_string(np) + ", \"unit\": \"" + r.unit +
-                    "\", \"cgdr_preloaded\": " + (pre && std::strstr(pre, "libcgdr") ? "true" : "false") +
+                    "\", \"transport\": \"" + o.transport + "\", \"cgdr_preloaded\": " + (pre && std::strstr(pre, "libcgdr") ? "true" : "false") +
                     ", \"mpi\": \"" + std::string(lib, std::strlen(lib) > 60 ? 60 : std::strlen(lib)) +
                     "\", \"results\": [";
   for (std::size_t i = 0; i < r.rows.size(); ++i) {

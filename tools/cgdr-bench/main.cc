@@ -32,6 +32,9 @@ void usage() {
       "  -f               collectives: also min/max latency over ranks and iterations\n"
       "  --json FILE      also write the results as JSON (- for stdout)\n"
       "  --gpu N          GPU ordinal (default: local rank modulo GPU count)\n"
+      "  --nccl LIB       latency/bw/bibw through NCCL (ncclSend/ncclRecv, loaded from LIB, e.g.\n"
+      "                   libnccl.so.2 or a path) instead of MPI, for comparison; device or managed\n"
+      "                   buffers, exactly 2 ranks; MPI only starts the ranks and passes NCCL its id\n"
       "Preload cgdr to measure it: cgdr-run cgdr-bench ... or LD_PRELOAD=libcgdr.so.");
 }
 
@@ -82,6 +85,8 @@ bool parse(int argc, char** argv, bench::Options& o) {
       o.validate = true;
     } else if (a == "--json") {
       o.json = next();
+    } else if (a == "--nccl") {
+      o.nccl = next();
     } else if (a == "--gpu") {
       o.gpu = std::atoi(next());
     } else if (a == "-d") {
@@ -111,6 +116,19 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
+  bool p2p = o.test == "latency" || o.test == "bw" || o.test == "bibw";
+  if (!o.nccl.empty()) {  // checked before the GPU: a bad request fails alike on every machine
+    std::string why;
+    if (!p2p) why = "only latency, bw and bibw run through NCCL, not '" + o.test + "'";
+    else if (o.send == bench::Loc::kHost || o.recv == bench::Loc::kHost)
+      why = "NCCL moves GPU memory only: give D, M, V or A buffers on both sides";
+    else why = bench::loadNccl(o.nccl);
+    if (!why.empty()) {
+      if (me == 0) std::fprintf(stderr, "cgdr-bench --nccl: %s\n", why.c_str());
+      MPI_Finalize();
+      return 2;
+    }
+  }
   bool gpu = o.send != bench::Loc::kHost || o.recv != bench::Loc::kHost;
   if (gpu && !cgdr::user::gpuPresent()) {
     if (me == 0) std::fprintf(stderr, "cgdr-bench: %s buffers need a GPU; none is usable here\n", bench::locName(o.send));
@@ -119,7 +137,9 @@ int main(int argc, char** argv) {
   }
   bench::selectGpu(o);
   int rc = 2;
-  if (o.test == "latency" || o.test == "bw" || o.test == "bibw") {
+  if (p2p && !o.nccl.empty()) {
+    rc = bench::runNccl(o);
+  } else if (p2p) {
     rc = bench::runPt2pt(o);
   } else if (o.test == "alloc") {
     if (!o.sizesGiven) o.minSize = 1, o.maxSize = 64u << 20;
