@@ -120,10 +120,15 @@ for t in $tests; do
 done
 # NCCL beside cgdr (COMPARE_NCCL=0 leaves it out): the same tests through ncclSend/ncclRecv
 # (cgdr-bench --nccl; MPI only starts the ranks, cgdr not loaded), natively and across the same two
-# pods, where NCCL takes the pods for two hosts (another hostname each) unless told otherwise: once
-# as it comes, once with NCCL_HOSTID shared (NCCL's setting to call them one host). NCCL_DEBUG=INFO
-# logs name the transport each ring took (the report quotes them). One run each; the pods as they
-# come may go through the network stack, so with Container-Def's iterations.
+# pods. NCCL takes the pods for two hosts (another hostname each) unless told otherwise, so three
+# runs there: as it comes (its network transport); NCCL_HOSTID shared (NCCL's setting to call them
+# one host: it picks P2P over cuMem, whose file descriptors its proxies pass over abstract Unix
+# sockets, which do not cross network namespaces); and NCCL_HOSTID shared with cuMem and P2P off
+# (NCCL_CUMEM_ENABLE=0 NCCL_P2P_DISABLE=1: through host shared memory, the pods sharing /dev/shm).
+# NCCL's proxy and network threads need cores of their own (on one core each a small message took
+# ~2 ms through its sockets), so its ranks get four cores each (cgdr's: one). NCCL_DEBUG=INFO logs
+# name the transport each channel took (the report quotes them). One run each; the network runs
+# with Container-Def's iterations.
 nccl=""
 [ "${COMPARE_NCCL:-1}" != 0 ] && nccl=$("$top/bench/find-nccl.sh")
 if [ -n "$nccl" ] && [ "$gpus" = "0;0" ]; then
@@ -131,17 +136,18 @@ if [ -n "$nccl" ] && [ "$gpus" = "0;0" ]; then
 elif [ -n "$nccl" ]; then
   echo "NCCL: $nccl" | tee "$out/nccl.txt"
   nx=(-x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,P2P,SHM,NET -x NCCL_NVLS_ENABLE=0)
+  np=("$pods" -n 2 --no-cgdr --gpus "$gpus" --cpus "2-5;6-9" "${nx[@]}")
+  shm=(-x NCCL_HOSTID=cgdr-pods -x NCCL_CUMEM_ENABLE=0 -x NCCL_P2P_DISABLE=1)
   for t in $tests; do
     o=${opts[$t]}
     od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
     [ "$t" = latency ] && od="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
     nb=("$b" "$t" D D -m "$range" --nccl "$nccl")
-    run "$t-ncclnative" "$limit" mpirun --cpu-set 2,3 --bind-to core -np 2 "${nx[@]}" "${nb[@]}" $o \
+    run "$t-ncclnative" "$limit" mpirun --cpu-set 2-9 --bind-to none -np 2 "${nx[@]}" "${nb[@]}" $o \
       --json "$out/$t-ncclnative.json"
-    run "$t-ncclpodsid" "$limit" "$pods" -n 2 --no-cgdr --gpus "$gpus" --cpus "2;3" "${nx[@]}" -x NCCL_HOSTID=cgdr-pods \
-      -- "${nb[@]}" $o --json "$out/$t-ncclpodsid.json"
-    run "$t-ncclpods" "$((limit * 2))" "$pods" -n 2 --no-cgdr --gpus "$gpus" --cpus "2;3" "${nx[@]}" \
-      -- "${nb[@]}" $od --json "$out/$t-ncclpods.json"
+    run "$t-ncclpodsid" "$limit" "${np[@]}" -x NCCL_HOSTID=cgdr-pods -- "${nb[@]}" $o --json "$out/$t-ncclpodsid.json"
+    run "$t-ncclpodsshm" "$limit" "${np[@]}" "${shm[@]}" -- "${nb[@]}" $o --json "$out/$t-ncclpodsshm.json"
+    run "$t-ncclpods" "$((limit * 2))" "${np[@]}" -- "${nb[@]}" $od --json "$out/$t-ncclpods.json"
   done
 elif [ "${COMPARE_NCCL:-1}" != 0 ]; then
   echo "NCCL: no library found (bench/find-nccl.sh): the NCCL columns are left out" | tee "$out/nccl.txt"
