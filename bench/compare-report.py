@@ -3,7 +3,7 @@
 
 usage: compare-report.py OUTDIR TABLE.md PLOT.png
 Reads OUTDIR/{latency,bw,bibw}-{native,opt,optstage,optvmm,optvmmall,def}.json (cgdr-bench --json),
-the NCCL runs {test}-{ncclnative,ncclpods,ncclpodsid,ncclpodsshm}.json and .log (cgdr-bench --nccl; NCCL_DEBUG
+the NCCL runs {test}-{ncclnative,ncclnativeblk,ncclpods,ncclpodsid,ncclpodsshm}.json and .log (cgdr-bench --nccl; NCCL_DEBUG
 lines name the transport) where they exist,
 the further rounds' {test}-{mode}.rN.json (OUTDIR/rounds.txt: how many; each size's value is its
 median over the rounds), floor.json (cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the
@@ -19,7 +19,8 @@ MODES = [("native", "Native"), ("opt", "Container-Opt"), ("optstage", "Container
          ("optvmm", "Container-Opt (V bufs)"),
          ("optvmmall", "Container-Opt (V bufs, all GPUs visible)"), ("def", "Container-Def")]
 # cgdr-bench --nccl runs beside cgdr's (one run each): their own table and dotted lines in the plot.
-NCCL_MODES = [("ncclnative", "NCCL native"), ("ncclpods", "NCCL containers"),
+NCCL_MODES = [("ncclnative", "NCCL native"), ("ncclnativeblk", "NCCL native, each call synchronized"),
+              ("ncclpods", "NCCL containers"),
               ("ncclpodsid", "NCCL containers, NCCL_HOSTID shared"),
               ("ncclpodsshm", "NCCL containers, NCCL_HOSTID shared, cuMem and P2P off")]
 TESTS = [("latency", "us", "latency (us), lower is better"),
@@ -115,8 +116,8 @@ def nccl_section(folder, test, unit, cgdr):
     lines += ["", "Speed-up: cgdr over NCCL (latency: NCCL's time over cgdr's; bandwidth: cgdr's rate over "
               "NCCL's); containers: Container-Opt against the fastest NCCL container run. NCCL's ranks had four cores each, cgdr's one.", "",
               "| size | Native (cgdr) | Container-Opt (cgdr) | " + " | ".join(n for _, n in NCCL_MODES) +
-              " | cgdr native vs NCCL native | cgdr containers vs NCCL containers |",
-              "|---:|---:|---:|" + "---:|" * len(NCCL_MODES) + "---:|---:|"]
+              " | cgdr native vs NCCL native | vs NCCL native, synchronized | cgdr containers vs NCCL containers |",
+              "|---:|---:|---:|" + "---:|" * len(NCCL_MODES) + "---:|---:|---:|"]
     def fmt(x):
         return "-" if x is None else (f"{x:.3g}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}")
     def speed(c, n):
@@ -130,7 +131,7 @@ def nccl_section(folder, test, unit, cgdr):
         best = (min(pods) if lat else max(pods)) if pods else None
         nat, opt = cgdr["native"].get(s), cgdr["opt"].get(s)
         lines.append(f"| {human(s)} | {fmt(nat)} | {fmt(opt)} | " + " | ".join(fmt(v[m]) for m, _ in NCCL_MODES) +
-                     f" | {speed(nat, v['ncclnative'])} | {speed(opt, best)} |")
+                     f" | {speed(nat, v['ncclnative'])} | {speed(nat, v['ncclnativeblk'])} | {speed(opt, best)} |")
     lines.append("")
     return lines, res
 
@@ -256,7 +257,9 @@ def main(folder, table_path, plot_path):
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
+    nccl_in = any(results.get(t, {}).get(m) for t, _, _ in TESTS for m, _ in NCCL_MODES)
     fig.suptitle(f"cgdr: {ranks}; two containers (separate PID namespaces) vs native"
+                 + (", beside NCCL (dotted)" if nccl_in else "")
                  + (f"; median of {rounds} rounds" if rounds > 1 else ""))
     fig.tight_layout()
     fig.savefig(plot_path, dpi=110)

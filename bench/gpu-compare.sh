@@ -125,6 +125,8 @@ done
 # one host: it picks P2P over cuMem, whose file descriptors its proxies pass over abstract Unix
 # sockets, which do not cross network namespaces); and NCCL_HOSTID shared with cuMem and P2P off
 # (NCCL_CUMEM_ENABLE=0 NCCL_P2P_DISABLE=1: through host shared memory, the pods sharing /dev/shm).
+# Natively also with --nccl-blocking (the stream synchronized after each call: each message done
+# before the next step, as MPI's blocking calls; by default NCCL's calls are queued, its best).
 # NCCL's proxy and network threads need cores of their own (on one core each a small message took
 # ~2 ms through its sockets), so its ranks get four cores each (cgdr's: one). NCCL_DEBUG=INFO logs
 # name the transport each channel took (the report quotes them). One run each; the network runs
@@ -145,6 +147,8 @@ elif [ -n "$nccl" ]; then
     nb=("$b" "$t" D D -m "$range" --nccl "$nccl")
     run "$t-ncclnative" "$limit" mpirun --cpu-set 2-9 --bind-to none -np 2 "${nx[@]}" "${nb[@]}" $o \
       --json "$out/$t-ncclnative.json"
+    run "$t-ncclnativeblk" "$limit" mpirun --cpu-set 2-9 --bind-to none -np 2 "${nx[@]}" "${nb[@]}" $o \
+      --nccl-blocking --json "$out/$t-ncclnativeblk.json"
     run "$t-ncclpodsid" "$limit" "${np[@]}" -x NCCL_HOSTID=cgdr-pods -- "${nb[@]}" $o --json "$out/$t-ncclpodsid.json"
     run "$t-ncclpodsshm" "$limit" "${np[@]}" "${shm[@]}" -- "${nb[@]}" $o --json "$out/$t-ncclpodsshm.json"
     run "$t-ncclpods" "$((limit * 2))" "${np[@]}" -- "${nb[@]}" $od --json "$out/$t-ncclpods.json"

@@ -105,7 +105,7 @@ if has compare 100; then
   # limit, so the tests are not counted (the limit is there to stop a hung run).
   read -r -a cm <<< "${COMPARE_MODES:-native opt optvmm${gpusall:+ optvmmall}}"
   far=7; [ "${COMPARE_FAR:-1}" = 0 ] && far=1
-  nccl=0; [ "${COMPARE_NCCL:-1}" != 0 ] && [ "$gpus" != "0;0" ] && nccl=15  # 3 tests: native, pods (x2), pods-id, pods-shm
+  nccl=0; [ "${COMPARE_NCCL:-1}" != 0 ] && [ "$gpus" != "0;0" ] && nccl=18  # 3 tests: native x2, pods (x2), pods-id, pods-shm
   div=$(( ${#cm[@]} * ${COMPARE_ROUNDS:-3} + far + nccl ))
   COMPARE_TIMEOUT=${COMPARE_TIMEOUT:-$(( $(left) / div > 20 ? $(left) / div : 20 ))} \
     "$top/bench/gpu-compare.sh" "$build" "$logs/compare" "$logs/compare/gpu-compare.md" "$logs/compare/gpu-compare.png" \

@@ -34,6 +34,7 @@ struct Options {
   std::string json;                     // file path, "-" for stdout, empty for none
   int gpu = -1;                         // device ordinal; -1: local rank modulo device count
   std::string nccl;                     // --nccl LIB: the point-to-point tests through NCCL (nccl.cc)
+  bool ncclBlocking = false;            // --nccl-blocking: the stream synchronized after every NCCL call
   std::string transport = "MPI";        // what moved the bytes (the JSON's "transport")
 };
 

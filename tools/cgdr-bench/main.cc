@@ -35,6 +35,8 @@ void usage() {
       "  --nccl LIB       latency/bw/bibw through NCCL (ncclSend/ncclRecv, loaded from LIB, e.g.\n"
       "                   libnccl.so.2 or a path) instead of MPI, for comparison; device or managed\n"
       "                   buffers, exactly 2 ranks; MPI only starts the ranks and passes NCCL its id\n"
+      "  --nccl-blocking  with --nccl: synchronize the stream after every NCCL call (each message\n"
+      "                   done before the next call, as a blocking MPI call; default: queued, NCCL's best)\n"
       "Preload cgdr to measure it: cgdr-run cgdr-bench ... or LD_PRELOAD=libcgdr.so.");
 }
 
@@ -87,6 +89,8 @@ bool parse(int argc, char** argv, bench::Options& o) {
       o.json = next();
     } else if (a == "--nccl") {
       o.nccl = next();
+    } else if (a == "--nccl-blocking") {
+      o.ncclBlocking = true;
     } else if (a == "--gpu") {
       o.gpu = std::atoi(next());
     } else if (a == "-d") {
@@ -117,6 +121,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   bool p2p = o.test == "latency" || o.test == "bw" || o.test == "bibw";
+  if (o.ncclBlocking && o.nccl.empty()) {
+    if (me == 0) std::fprintf(stderr, "cgdr-bench --nccl-blocking: needs --nccl LIB\n");
+    MPI_Finalize();
+    return 2;
+  }
   if (!o.nccl.empty()) {  // checked before the GPU: a bad request fails alike on every machine
     std::string why;
     if (!p2p) why = "only latency, bw and bibw run through NCCL, not '" + o.test + "'";

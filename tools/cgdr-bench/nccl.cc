@@ -5,7 +5,9 @@
 //
 // What is timed is NCCL at its best: its operations are stream-ordered, so each rank queues a test's
 // iterations on one stream and synchronizes once at the end (as nccl-tests does); the round trips of
-// a ping-pong still follow one another, since each receive waits for the peer's send.
+// a ping-pong still follow one another, since each receive waits for the peer's send. With
+// --nccl-blocking every NCCL call is followed by cudaStreamSynchronize instead: what a program sees
+// that needs each message done before its next step, as a blocking MPI call guarantees on return.
 //   latency  rank 0 send, recv; rank 1 recv, send (the same one-way time as the MPI test reports)
 //   bw       a group of W sends (rank 0) / W receives (rank 1), then a 4-byte reply, per iteration
 //   bibw     each rank a group of W receives and W sends per iteration
@@ -89,14 +91,26 @@ struct Ctx {
 void queue(const Options& o, const Ctx& c, const Side& s, const Side& r, std::size_t size, int first, int count) {
   int peer = 1 - c.me;
   const Api& a = gApi;
+  // --nccl-blocking: each call (a group counts as one) done before the next is made
+  auto done = [&] {
+    if (o.ncclBlocking) cuda(cudaStreamSynchronize(c.stream), "cudaStreamSynchronize");
+  };
+  auto send = [&](const void* b, std::size_t n) {
+    check(a.send(b, n, kInt8, peer, c.comm, c.stream), "ncclSend");
+    done();
+  };
+  auto recv = [&](void* b, std::size_t n) {
+    check(a.recv(b, n, kInt8, peer, c.comm, c.stream), "ncclRecv");
+    done();
+  };
   for (int i = first; i < first + count; ++i) {
     if (o.test == "latency") {
       if (c.me == 0) {
-        check(a.send(s[i], size, kInt8, peer, c.comm, c.stream), "ncclSend");
-        check(a.recv(r[i], size, kInt8, peer, c.comm, c.stream), "ncclRecv");
+        send(s[i], size);
+        recv(r[i], size);
       } else {
-        check(a.recv(r[i], size, kInt8, peer, c.comm, c.stream), "ncclRecv");
-        check(a.send(s[i], size, kInt8, peer, c.comm, c.stream), "ncclSend");
+        recv(r[i], size);
+        send(s[i], size);
       }
       continue;
     }
@@ -107,9 +121,10 @@ void queue(const Options& o, const Ctx& c, const Side& s, const Side& r, std::si
     if (bidir || c.me == 0)
       for (int j = 0; j < o.window; ++j) check(a.send(s[j], size, kInt8, peer, c.comm, c.stream), "ncclSend");
     check(a.groupEnd(), "ncclGroupEnd");
+    done();
     if (!bidir) {
-      if (c.me == 0) check(a.recv(c.ack, 4, kInt8, peer, c.comm, c.stream), "ncclRecv");
-      else check(a.send(c.ack, 4, kInt8, peer, c.comm, c.stream), "ncclSend");
+      if (c.me == 0) recv(c.ack, 4);
+      else send(c.ack, 4);
     }
   }
 }
@@ -184,7 +199,7 @@ int runNccl(const Options& o) {
   check(gApi.getVersion(&v), "ncclGetVersion");
   Options opt = o;
   opt.transport = "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-                  std::to_string(v % 100);
+                  std::to_string(v % 100) + (o.ncclBlocking ? ", each call synchronized" : "");
   UniqueId id{};
   if (me == 0) check(gApi.getUniqueId(&id), "ncclGetUniqueId");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
