@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: unit, multi-process (host memory, with and without cgdr) against Open MPI and
 # MPICH, container tests, and the GPU tests (which skip with a message where no GPU exists); then
-# the Open MPI set again under AddressSanitizer/UBSan and (less the GPU and container suites) under
-# ThreadSanitizer, and the host-only build's unit tests.
+# the Open MPI set again under AddressSanitizer/UBSan, MPICH's under the same, Open MPI's (less the
+# GPU and container suites) under ThreadSanitizer, and the host-only build's unit tests.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh" || exit 1
@@ -57,6 +57,17 @@ if "$top/scripts/build.sh" openmpi build-asan -DCGDR_SANITIZE=address,undefined;
     fail "AddressSanitizer/UBSan tests" build-asan
 else
   fail "AddressSanitizer/UBSan build"
+fi
+# MPICH's unit and multi-process tests under the same sanitizers: cgdr's paths over the other
+# MPI (its datatypes, its request and status handling, its PMPI layer) get the same scrutiny.
+echo "=== AddressSanitizer/UBSan build (MPICH) and its tests (unit|mpi)"
+rm -f "$top/build-asan-mpich/Testing/Temporary/LastTestsFailed.log"
+if "$top/scripts/build.sh" mpich build-asan-mpich -DCGDR_SANITIZE=address,undefined; then
+  (cd "$top/build-asan-mpich" && . "$top/scripts/asan-env.sh" &&
+    ctest -L "unit|mpi" --output-on-failure --timeout 900) ||
+    fail "AddressSanitizer/UBSan tests against MPICH" build-asan-mpich
+else
+  fail "AddressSanitizer/UBSan build against MPICH"
 fi
 # The unit and multi-process tests built with ThreadSanitizer: a data race or lock-order
 # inversion in cgdr's own code fails (Open MPI's own reports are counted, not judged).
