@@ -118,8 +118,6 @@ def nccl_section(folder, test, unit, cgdr):
               "| size | Native (cgdr) | Container-Opt (cgdr) | " + " | ".join(n for _, n in NCCL_MODES) +
               " | cgdr native vs NCCL native | vs NCCL native, synchronized | cgdr containers vs NCCL containers |",
               "|---:|---:|---:|" + "---:|" * len(NCCL_MODES) + "---:|---:|---:|"]
-    def fmt(x):
-        return "-" if x is None else (f"{x:.3g}" if x < 10 else f"{x:.2f}" if x < 1000 else f"{x:.0f}")
     def speed(c, n):
         if not c or not n:
             return "-"
@@ -134,6 +132,11 @@ def nccl_section(folder, test, unit, cgdr):
                      f" | {speed(nat, v['ncclnative'])} | {speed(nat, v['ncclnativeblk'])} | {speed(opt, best)} |")
     lines.append("")
     return lines, res
+
+
+def fmt(x):
+    """A table cell: 3 significant digits below 1 (small-message rates), else 2 decimals, else none."""
+    return "-" if x is None else (f"{x:.3g}" if x < 1 else f"{x:.2f}" if x < 1000 else f"{x:.0f}")
 
 
 def human(n):
@@ -204,8 +207,6 @@ def main(folder, table_path, plot_path):
         for s in sizes:
             v = {m: res[m].get(s) for m, _ in MODES}
             fl = floor.get(test, {}).get(s)
-            def fmt(x):
-                return "-" if x is None else (f"{x:.2f}" if x < 1000 else f"{x:.0f}")
             lat = test == "latency"
             def ratio(a, b):
                 if a is None or b is None or b == 0 or a == 0:

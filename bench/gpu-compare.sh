@@ -38,6 +38,15 @@ declare -A opts=(
   [bw]="-i ${BW_ITERS:-200:40} -x 20:4 -W ${BW_WINDOW:-16}"
   [bibw]="-i ${BW_ITERS:-200:40} -x 20:4 -W ${BW_WINDOW:-16}"
 )
+# The network path (Container-Def, NCCL across the pods as they come) is ~100x slower for large
+# messages: fewer large iterations there, and twice the time (a run stopped by its limit still
+# reports the sizes it printed). Latency elsewhere takes 200, so that one context switch of the
+# GPU (~150 us) moves a size's mean by under 1 us.
+declare -A optsNet=(
+  [latency]="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
+  [bw]="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
+  [bibw]="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
+)
 # Sizes above 8 KiB run the second count of -i: 40 windows there, since 4 (64 messages, well under
 # a millisecond at 16 KiB-1 MiB) let one stall or a lucky start decide a whole run (64 KiB bibw
 # 3.4-29.5 GB/s in one mode; docs/performance.md, eighteenth session).
@@ -111,12 +120,7 @@ for t in $tests; do
   done
   [ "$far" = 0 ] && continue
   mode optstage "$t-optstage" "$limit" $o
-  # The network path is ~100x slower for large messages: fewer large iterations there, and twice
-  # the time (a run stopped by its limit still reports the sizes it printed). Latency elsewhere
-  # takes 200, so that one context switch of the GPU (~150 us) moves a size's mean by under 1 us.
-  od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
-  [ "$t" = latency ] && od="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
-  mode def "$t-def" "$((limit * 2))" $od
+  mode def "$t-def" "$((limit * 2))" ${optsNet[$t]}
 done
 # NCCL beside cgdr (COMPARE_NCCL=0 leaves it out): the same tests through ncclSend/ncclRecv
 # (cgdr-bench --nccl; MPI only starts the ranks, cgdr not loaded), natively and across the same two
@@ -142,8 +146,6 @@ elif [ -n "$nccl" ]; then
   shm=(-x NCCL_HOSTID=cgdr-pods -x NCCL_CUMEM_ENABLE=0 -x NCCL_P2P_DISABLE=1)
   for t in $tests; do
     o=${opts[$t]}
-    od="-i ${BW_ITERS_DEF:-200:2} -x 20:1 -W ${BW_WINDOW:-16}"
-    [ "$t" = latency ] && od="-i ${LAT_ITERS_DEF:-2000:20} -x 200:5"
     nb=("$b" "$t" D D -m "$range" --nccl "$nccl")
     run "$t-ncclnative" "$limit" mpirun --cpu-set 2-9 --bind-to none -np 2 "${nx[@]}" "${nb[@]}" $o \
       --json "$out/$t-ncclnative.json"
@@ -151,7 +153,7 @@ elif [ -n "$nccl" ]; then
       --nccl-blocking --json "$out/$t-ncclnativeblk.json"
     run "$t-ncclpodsid" "$limit" "${np[@]}" -x NCCL_HOSTID=cgdr-pods -- "${nb[@]}" $o --json "$out/$t-ncclpodsid.json"
     run "$t-ncclpodsshm" "$limit" "${np[@]}" "${shm[@]}" -- "${nb[@]}" $o --json "$out/$t-ncclpodsshm.json"
-    run "$t-ncclpods" "$((limit * 2))" "${np[@]}" -- "${nb[@]}" $od --json "$out/$t-ncclpods.json"
+    run "$t-ncclpods" "$((limit * 2))" "${np[@]}" -- "${nb[@]}" ${optsNet[$t]} --json "$out/$t-ncclpods.json"
   done
 elif [ "${COMPARE_NCCL:-1}" != 0 ]; then
   echo "NCCL: no library found (bench/find-nccl.sh): the NCCL columns are left out" | tee "$out/nccl.txt"

@@ -2,11 +2,11 @@
 # cgdr-bench --nccl (the NCCL side of the GPU comparison).
 #   bench_nccl.sh args RUN_MPI MPI LIBCGDR CGDR_BENCH   requests it must refuse, on any machine:
 #       each exits 2 with a message naming the cause (host buffers, a collective, no such library,
-#       a library that is not NCCL)
+#       a library that is not NCCL, --nccl-blocking without --nccl)
 #   bench_nccl.sh gpu  RUN_MPI MPI LIBCGDR CGDR_BENCH   latency, bw and bibw through NCCL between
 #       two ranks with every byte checked (-c), D and V buffers, with cgdr preloaded (NCCL and cgdr
-#       in one process, as a PyTorch job under a cgdr-preloaded MPI) and without; skipped without a
-#       GPU or an NCCL library (bench/find-nccl.sh)
+#       in one process, as a PyTorch job under a cgdr-preloaded MPI) and without, and D D with each
+#       call synchronized; skipped without a GPU or an NCCL library (bench/find-nccl.sh)
 set -u
 what=$1 run=$2 mpi=$3 lib=$4 bench=$5
 top=$(cd "$(dirname "$0")/../.." && pwd)

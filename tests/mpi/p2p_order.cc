@@ -115,8 +115,8 @@ void postingOrderTest(t::Kind sk, t::Kind rk) {
 // Rank 0 receives from everyone with MPI_ANY_SOURCE / MPI_ANY_TAG; per-source order must hold.
 // Each sender's last two messages are large (past the eager limit and a host chunk): a host one,
 // then one of the sender's kind, so that a wildcard receive into a GPU buffer also takes a host
-// message through the host chunks (page-locked when its rendezvous starts: the GPU test fails on
-// CGDR_STATS' "not page-locked").
+// message through the host chunks where the host pipeline carries it (gpu.p2p_order_chunks fails
+// on CGDR_STATS' "not page-locked"). kWildMax: the largest of them, for up to 64 ranks.
 constexpr int kPer = 20;
 constexpr std::size_t kWildMax = 300000 + 4097 + 64;
 std::size_t wildSize(int src, int i) {

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,15 @@ class Buffer {
 
 void selectGpu(const Options& o);
 
+// One side's buffers of a point-to-point test (-B): message k uses the k-th modulo their count.
+struct Buffers {
+  std::vector<std::unique_ptr<Buffer>> all;
+  Buffers(Loc l, std::size_t bytes, int count) {
+    for (int i = 0; i < count; ++i) all.push_back(std::make_unique<Buffer>(l, bytes));
+  }
+  void* operator[](long k) const { return all[static_cast<std::size_t>(k) % all.size()]->data(); }
+};
+
 // One row of results; value is latency (us) or bandwidth (MB/s).
 struct Row {
   std::size_t size;
@@ -77,6 +87,8 @@ struct Report {
   std::vector<Row> rows;
 };
 
+// The report of a point-to-point test (latency, bw, bibw): its title and unit, as OSU's.
+Report p2pReport(const std::string& test);
 void printHeader(const Options& o, const Report& r, bool collective);
 void printRow(const Options& o, const Row& row, bool collective);
 void writeJson(const Options& o, const Report& r);

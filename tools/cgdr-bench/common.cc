@@ -175,6 +175,13 @@ int warmupFor(const Options& o, std::size_t size) {
   return o.warmup >= 0 ? o.warmup : windowed(o) ? 10 : 100;
 }
 
+Report p2pReport(const std::string& test) {
+  Report r;
+  r.title = test == "latency" ? "Latency Test" : test == "bw" ? "Bandwidth Test" : "Bi-Directional Bandwidth Test";
+  r.unit = test == "latency" ? "Latency (us)" : "Bandwidth (MB/s)";
+  return r;
+}
+
 void printHeader(const Options& o, const Report& r, bool collective) {
   std::printf("# cgdr-bench %s (OSU-compatible output)\n", r.title.c_str());
   if (collective) {

@@ -14,10 +14,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <string>
-#include <vector>
 
 #include "bench.hpp"
 
@@ -72,14 +69,6 @@ void cuda(cudaError_t e, const char* what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-struct Side {
-  std::vector<std::unique_ptr<Buffer>> all;
-  Side(Loc l, std::size_t bytes, int count) {
-    for (int i = 0; i < count; ++i) all.push_back(std::make_unique<Buffer>(l, bytes));
-  }
-  void* operator[](long k) const { return all[static_cast<std::size_t>(k) % all.size()]->data(); }
-};
-
 struct Ctx {
   Comm comm = nullptr;
   cudaStream_t stream = nullptr;
@@ -88,7 +77,7 @@ struct Ctx {
 };
 
 // Queues `count` iterations of the test from iteration `first` on the stream.
-void queue(const Options& o, const Ctx& c, const Side& s, const Side& r, std::size_t size, int first, int count) {
+void queue(const Options& o, const Ctx& c, const Buffers& s, const Buffers& r, std::size_t size, int first, int count) {
   int peer = 1 - c.me;
   const Api& a = gApi;
   // --nccl-blocking: each call (a group counts as one) done before the next is made
@@ -129,7 +118,7 @@ void queue(const Options& o, const Ctx& c, const Side& s, const Side& r, std::si
   }
 }
 
-double measure(const Options& o, const Ctx& c, const Side& s, const Side& r, std::size_t size) {
+double measure(const Options& o, const Ctx& c, const Buffers& s, const Buffers& r, std::size_t size) {
   int iters = itersFor(o, size), skip = warmupFor(o, size);
   queue(o, c, s, r, size, 0, skip);
   cuda(cudaStreamSynchronize(c.stream), "cudaStreamSynchronize");
@@ -144,7 +133,7 @@ double measure(const Options& o, const Ctx& c, const Side& s, const Side& r, std
 }
 
 // One message with a pattern per size, checked where it lands (as the MPI tests' -c).
-bool validate(const Ctx& c, const Side& ss, const Side& rs, std::size_t size) {
+bool validate(const Ctx& c, const Buffers& ss, const Buffers& rs, std::size_t size) {
   Buffer& s = *ss.all[size % ss.all.size()];
   Buffer& r = *rs.all[size % rs.all.size()];
   int ok = 1;
@@ -210,12 +199,9 @@ int runNccl(const Options& o) {
   cuda(cudaMalloc(&c.ack, 256), "cudaMalloc");
   int rc = 0;
   {
-    Side s(o.send, o.maxSize, o.buffers), r(o.recv, o.maxSize, o.buffers);
-    Report rep;
-    rep.title = (o.test == "latency" ? std::string("Latency Test") : o.test == "bw" ? "Bandwidth Test"
-                                                                                    : "Bi-Directional Bandwidth Test") +
-                " through " + opt.transport;
-    rep.unit = o.test == "latency" ? "Latency (us)" : "Bandwidth (MB/s)";
+    Buffers s(o.send, o.maxSize, o.buffers), r(o.recv, o.maxSize, o.buffers);
+    Report rep = p2pReport(o.test);
+    rep.title += " through " + opt.transport;
     if (me == 0) printHeader(opt, rep, false);
     for (std::size_t size : sizes(o)) {
       Row row{size, measure(o, c, s, r, size)};

@@ -1,22 +1,12 @@
 // OSU-style point-to-point benchmarks: latency (ping-pong), bw (windowed uni-directional) and
 // bibw (windowed bi-directional), between ranks 0 and 1.
 #include <cstdio>
-#include <memory>
 #include <vector>
 
 #include "bench.hpp"
 
 namespace bench {
 namespace {
-
-// A side's buffers (-B): message k uses the k-th modulo their count.
-struct Buffers {
-  std::vector<std::unique_ptr<Buffer>> all;
-  Buffers(Loc l, std::size_t bytes, int count) {
-    for (int i = 0; i < count; ++i) all.push_back(std::make_unique<Buffer>(l, bytes));
-  }
-  void* operator[](long k) const { return all[static_cast<std::size_t>(k) % all.size()]->data(); }
-};
 
 double latency(const Options& o, const Buffers& s, const Buffers& r, std::size_t size, int me) {
   int iters = itersFor(o, size), skip = warmupFor(o, size);
@@ -93,9 +83,7 @@ int runPt2pt(const Options& o) {
   }
   // Rank 0 sends from `send` and receives into `recv`; rank 1 the same, as OSU does.
   Buffers s(o.send, o.maxSize, o.buffers), r(o.recv, o.maxSize, o.buffers);
-  Report rep;
-  rep.title = o.test == "latency" ? "Latency Test" : o.test == "bw" ? "Bandwidth Test" : "Bi-Directional Bandwidth Test";
-  rep.unit = o.test == "latency" ? "Latency (us)" : "Bandwidth (MB/s)";
+  Report rep = p2pReport(o.test);
   if (me == 0) printHeader(o, rep, false);
   for (std::size_t size : sizes(o)) {
     Row row{size, 0};
