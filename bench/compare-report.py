@@ -3,7 +3,7 @@
 
 usage: compare-report.py OUTDIR TABLE.md PLOT.png
 Reads OUTDIR/{latency,bw,bibw}-{native,opt,optstage,optvmm,optvmmall,def}.json (cgdr-bench --json),
-the NCCL runs {test}-{ncclnative,ncclnativeblk,ncclpods,ncclpodsid,ncclpodsshm}.json and .log (cgdr-bench --nccl; NCCL_DEBUG
+the NCCL runs {test}-{ncclnative,ncclnativeblk,ncclpods,ncclpodsid,ncclpodsshm,ncclpodsnet}.json and .log (cgdr-bench --nccl; NCCL_DEBUG
 lines name the transport) where they exist,
 the further rounds' {test}-{mode}.rN.json (OUTDIR/rounds.txt: how many; each size's value is its
 median over the rounds), floor.json (cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the
@@ -22,7 +22,8 @@ MODES = [("native", "Native"), ("opt", "Container-Opt"), ("optstage", "Container
 NCCL_MODES = [("ncclnative", "NCCL native"), ("ncclnativeblk", "NCCL native, each call synchronized"),
               ("ncclpods", "NCCL containers"),
               ("ncclpodsid", "NCCL containers, NCCL_HOSTID shared"),
-              ("ncclpodsshm", "NCCL containers, NCCL_HOSTID shared, cuMem and P2P off")]
+              ("ncclpodsshm", "NCCL containers, NCCL_HOSTID shared, cuMem and P2P off"),
+              ("ncclpodsnet", "NCCL containers in the host's network namespace, NCCL_HOSTID shared")]
 TESTS = [("latency", "us", "latency (us), lower is better"),
          ("bw", "GB/s", "bandwidth (GB/s), higher is better"),
          ("bibw", "GB/s", "bi-directional bandwidth (GB/s), higher is better")]
@@ -114,7 +115,7 @@ def nccl_section(folder, test, unit, cgdr):
         lines.append(f"- {label}: transport {via}" + (f"; {err}" if err and not res[m] else "") +
                      ("" if res[m] else " (no result)"))
     lines += ["", "Speed-up: cgdr over NCCL (latency: NCCL's time over cgdr's; bandwidth: cgdr's rate over "
-              "NCCL's); containers: Container-Opt against the fastest NCCL container run. NCCL's ranks had four cores each, cgdr's one.", "",
+              "NCCL's); containers: Container-Opt (its own network namespace per container) against the fastest NCCL container run (the host's network namespace included). NCCL's ranks had four cores each, cgdr's one.", "",
               "| size | Native (cgdr) | Container-Opt (cgdr) | " + " | ".join(n for _, n in NCCL_MODES) +
               " | cgdr native vs NCCL native | vs NCCL native, synchronized | cgdr containers vs NCCL containers |",
               "|---:|---:|---:|" + "---:|" * len(NCCL_MODES) + "---:|---:|---:|"]
@@ -125,7 +126,7 @@ def nccl_section(folder, test, unit, cgdr):
     sizes = sorted({s for r in list(res.values()) + [cgdr["native"], cgdr["opt"]] for s in r})
     for s in sizes:
         v = {m: res[m].get(s) for m, _ in NCCL_MODES}
-        pods = [x for x in (v["ncclpods"], v["ncclpodsid"], v["ncclpodsshm"]) if x]
+        pods = [x for x in (v["ncclpods"], v["ncclpodsid"], v["ncclpodsshm"], v["ncclpodsnet"]) if x]
         best = (min(pods) if lat else max(pods)) if pods else None
         nat, opt = cgdr["native"].get(s), cgdr["opt"].get(s)
         lines.append(f"| {human(s)} | {fmt(nat)} | {fmt(opt)} | " + " | ".join(fmt(v[m]) for m, _ in NCCL_MODES) +

@@ -127,8 +127,10 @@ done
 # pods. NCCL takes the pods for two hosts (another hostname each) unless told otherwise, so three
 # runs there: as it comes (its network transport); NCCL_HOSTID shared (NCCL's setting to call them
 # one host: it picks P2P over cuMem, whose file descriptors its proxies pass over abstract Unix
-# sockets, which do not cross network namespaces); and NCCL_HOSTID shared with cuMem and P2P off
-# (NCCL_CUMEM_ENABLE=0 NCCL_P2P_DISABLE=1: through host shared memory, the pods sharing /dev/shm).
+# sockets, which do not cross network namespaces); NCCL_HOSTID shared with cuMem and P2P off
+# (NCCL_CUMEM_ENABLE=0 NCCL_P2P_DISABLE=1: through host shared memory, the pods sharing /dev/shm);
+# and NCCL_HOSTID shared in pods left in the host's network namespace (cgdr-pods --shared-net, as
+# docker --network=host or Kubernetes' hostNetwork), where those sockets do reach the other pod.
 # Natively also with --nccl-blocking (the stream synchronized after each call: each message done
 # before the next step, as MPI's blocking calls; by default NCCL's calls are queued, its best).
 # NCCL's proxy and network threads need cores of their own (on one core each a small message took
@@ -153,6 +155,8 @@ elif [ -n "$nccl" ]; then
       --nccl-blocking --json "$out/$t-ncclnativeblk.json"
     run "$t-ncclpodsid" "$limit" "${np[@]}" -x NCCL_HOSTID=cgdr-pods -- "${nb[@]}" $o --json "$out/$t-ncclpodsid.json"
     run "$t-ncclpodsshm" "$limit" "${np[@]}" "${shm[@]}" -- "${nb[@]}" $o --json "$out/$t-ncclpodsshm.json"
+    run "$t-ncclpodsnet" "$limit" "${np[@]}" --shared-net -x NCCL_HOSTID=cgdr-pods -- "${nb[@]}" $o \
+      --json "$out/$t-ncclpodsnet.json"
     run "$t-ncclpods" "$((limit * 2))" "${np[@]}" -- "${nb[@]}" ${optsNet[$t]} --json "$out/$t-ncclpods.json"
   done
 elif [ "${COMPARE_NCCL:-1}" != 0 ]; then

@@ -37,8 +37,13 @@ if has env 10; then
     cmake --version | head -1; gcc --version | head -1; nvcc --version | tail -1
     ls /usr/lib/x86_64-linux-gnu | grep -E "gtest|benchmark|hwloc|ucm|ucp" || true
     ucx_info -v 2>/dev/null | head -3 || true
+    lscpu; lscpu -e
   } > "$logs/env.log" 2>&1
   say "env: $(nvidia-smi -L 2>/dev/null | wc -l) GPUs; $(mpirun --version 2>/dev/null | head -1)"
+  # The CPUs the benchmarks bind to (2 and 3): whether the guest calls them threads of one core.
+  say "env: $(nproc) CPUs, $(lscpu | awk -F: '/^Thread\(s\) per core/ {gsub(/ /, "", $2); print $2}') thread(s) per core;" \
+    "siblings of CPU 2: $(cat /sys/devices/system/cpu/cpu2/topology/thread_siblings_list 2>/dev/null)," \
+    "of CPU 3: $(cat /sys/devices/system/cpu/cpu3/topology/thread_siblings_list 2>/dev/null)"
 fi
 
 # build_in DIR LOG [CMAKE ARGS...]: configures and builds cgdr against the machine's Open MPI.
@@ -105,7 +110,7 @@ if has compare 100; then
   # limit, so the tests are not counted (the limit is there to stop a hung run).
   read -r -a cm <<< "${COMPARE_MODES:-native opt optvmm${gpusall:+ optvmmall}}"
   far=7; [ "${COMPARE_FAR:-1}" = 0 ] && far=1
-  nccl=0; [ "${COMPARE_NCCL:-1}" != 0 ] && [ "$gpus" != "0;0" ] && nccl=18  # 3 tests: native x2, pods (x2), pods-id, pods-shm
+  nccl=0; [ "${COMPARE_NCCL:-1}" != 0 ] && [ "$gpus" != "0;0" ] && nccl=21  # 3 tests: native x2, pods (x2), pods-id, pods-shm, pods-net
   div=$(( ${#cm[@]} * ${COMPARE_ROUNDS:-3} + far + nccl ))
   COMPARE_TIMEOUT=${COMPARE_TIMEOUT:-$(( $(left) / div > 20 ? $(left) / div : 20 ))} \
     "$top/bench/gpu-compare.sh" "$build" "$logs/compare" "$logs/compare/gpu-compare.md" "$logs/compare/gpu-compare.png" \
@@ -138,7 +143,8 @@ if has hostperf 60; then
 fi
 
 if has smallrep 60; then
-  # Small-message latency, floor / Native / Container-Opt alternated SMALL_ROUNDS times (medians).
+  # Small-message latency, floor / Native / Container-Opt alternated SMALL_ROUNDS times (medians;
+  # SMALL_CPUS, SMALL_BARE, SMALL_ALT: see the script).
   timeout 240 "$top/bench/small-latency.sh" "$build" "$logs/smallrep" > "$logs/smallrep.log" 2>&1
   say "smallrep: exit $?"; cat "$logs/smallrep.log" >> "$summary"
 fi

@@ -5,41 +5,67 @@
 # more than the margins the targets ask for; the medians of alternated rounds are steadier.
 #   bench/small-latency.sh BUILD_DIR OUTDIR   (SMALL_ROUNDS, SMALL_RANGE, SMALL_ITERS)
 # SMALL_ALT="VAR=VALUE": one more Container-Opt run per round with that setting (an A/B).
+# SMALL_CPUS="2,3 2,17": the CPU pairs the two ranks run on (default 2,3), each its own table; the
+# floor runs on the pair's first CPU. SMALL_BARE=1: also the bare two-process exchange without cgdr
+# (cgdr-ipc-probe's "push pp" at 8 bytes: one peer copy and a zero-byte MPI message a hop).
 set -uo pipefail
 build=$(cd "${1:?usage: small-latency.sh BUILD_DIR OUTDIR}" && pwd)
 out=${2:?OUTDIR}
 . "$(dirname "$0")/gpu-env.sh"
 range=${SMALL_RANGE:-1:65536}
 iters=${SMALL_ITERS:-2000:20}
-for ((r = 1; r <= ${SMALL_ROUNDS:-3}; ++r)); do
-  "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" 2>&1 | awk '/^ *[0-9]/ {print $1, $2}' > "$out/floor.$r"
-  timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "$b" latency D D -m "$range" -i $iters \
-    2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/native.$r"
-  timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -- "$b" latency D D -m "$range" -i $iters \
-    2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/opt.$r"
-  if [ -n "${SMALL_ALT:-}" ]; then
-    timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "2;3" -x "$SMALL_ALT" -- "$b" latency D D -m "$range" -i $iters \
-      2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt.$r"
-  fi
+rounds=${SMALL_ROUNDS:-3}
+cpus=${SMALL_CPUS:-2,3}
+for ((r = 1; r <= rounds; ++r)); do
+  for c in $cpus; do
+    a=${c%%,*} z=${c#*,} tag=${c//,/_}
+    taskset -c "$a" "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" 2>&1 |
+      awk '/^ *[0-9]/ {print $1, $2}' > "$out/floor-$tag.$r"
+    timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "$b" latency D D -m "$range" -i $iters \
+      2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/native-$tag.$r"
+    timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" -- "$b" latency D D -m "$range" -i $iters \
+      2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/opt-$tag.$r"
+    if [ -n "${SMALL_ALT:-}" ]; then
+      timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" -x "$SMALL_ALT" -- "$b" latency D D -m "$range" -i $iters \
+        2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt-$tag.$r"
+    fi
+    if [ "${SMALL_BARE:-0}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ]; then
+      # the "push pp" column of the 8-byte row (bytes, push, pull, push pp, ...)
+      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 "$build/bench/cgdr-ipc-probe" -i 2000 2>&1 |
+        awk '$1 == 8 {print 8, $4}' > "$out/bare-$tag.$r"
+    fi
+  done
 done
-python3 - "$out" "${SMALL_ROUNDS:-3}" "${SMALL_ALT:-}" <<'PY'
+python3 - "$out" "$rounds" "${SMALL_ALT:-}" "$cpus" <<'PY'
 import os, statistics, sys
-out, rounds, alt = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-vals = {}
-for kind in ("floor", "native", "opt", "alt"):
-    for r in range(1, rounds + 1):
-        if not os.path.exists(f"{out}/{kind}.{r}"):
-            continue
-        for line in open(f"{out}/{kind}.{r}"):
-            size, v = line.split()
-            vals.setdefault((kind, int(size)), []).append(float(v))
-sizes = sorted({s for (_, s) in vals})
-print(f"D->D latency, us: median of {rounds} alternated rounds (floor: bare cudaMemcpyPeerAsync)\n")
-extra = f" Opt ({alt}) | Opt ({alt})/floor |" if alt else ""
-print("| size | floor | Native | Container-Opt | Nat/floor | Opt/floor | Opt/Nat |" + extra)
-print("|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if alt else ""))
-for s in sizes:
-    f, n, o, a = (statistics.median(vals.get((k, s), [float("nan")])) for k in ("floor", "native", "opt", "alt"))
-    row = f"| {s} | {f:.2f} | {n:.2f} | {o:.2f} | {n / f:.2f} | {o / f:.2f} | {o / n:.2f} |"
-    print(row + (f" {a:.2f} | {a / f:.2f} |" if alt else ""))
+out, rounds, alt, cpus = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split()
+kinds = ("floor", "native", "opt", "alt", "bare")
+for c in cpus:
+    tag = c.replace(",", "_")
+    vals = {}
+    for kind in kinds:
+        for r in range(1, rounds + 1):
+            path = f"{out}/{kind}-{tag}.{r}"
+            if not os.path.exists(path):
+                continue
+            for line in open(path):
+                size, v = line.split()
+                vals.setdefault((kind, int(size)), []).append(float(v))
+    med = lambda k, s: statistics.median(vals.get((k, s), [float("nan")]))
+    sizes = sorted({s for (k, s) in vals if k != "bare"})
+    print(f"D->D latency, us, ranks on CPUs {c}: median of {rounds} alternated rounds"
+          " (floor: bare cudaMemcpyPeerAsync)\n")
+    extra = f" Opt ({alt}) | Opt ({alt})/floor |" if alt else ""
+    print("| size | floor | Native | Container-Opt | Nat/floor | Opt/floor | Opt/Nat |" + extra)
+    print("|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if alt else ""))
+    for s in sizes:
+        f, n, o, a = (med(k, s) for k in ("floor", "native", "opt", "alt"))
+        row = f"| {s} | {f:.2f} | {n:.2f} | {o:.2f} | {n / f:.2f} | {o / f:.2f} | {o / n:.2f} |"
+        print(row + (f" {a:.2f} | {a / f:.2f} |" if alt else ""))
+    if ("bare", 8) in vals:
+        b = vals[("bare", 8)]
+        print(f"\nbare two-process exchange without cgdr, 8 B (cgdr-ipc-probe push pp, median of per-round medians):"
+              f" {statistics.median(b):.2f} us (rounds {min(b):.2f}-{max(b):.2f});"
+              f" Native 8 B {med('native', 8):.2f}, Container-Opt 8 B {med('opt', 8):.2f}")
+    print()
 PY
