@@ -5,7 +5,8 @@
 # CUDA IPC refused (the importer cannot see the exporter's PID) and cuMem fd sharing allowed;
 # natively (where cgdr-info leaves both ranks on GPU 0), IPC is allowed. Data tests across the
 # pods with device, managed, exportable cuMem and stream-ordered pool buffers, with the
-# scheduler's choice, push and pull, and with each cross-namespace channel forced. Skipped
+# scheduler's choice, push and pull, and with each cross-namespace channel forced; and pods in the
+# host's network namespace. Skipped
 # without a GPU.
 . "$(dirname "$0")/lib.sh"
 T=$BIN/tests/mpi
@@ -186,5 +187,10 @@ out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shar
 grep -q "stats: channels: .*cuda-vmm" <<<"$out" || fail "private IPC: the cuMem channels were not used"
 [ -z "$(leftovers "$shared")" ] || fail "files left in the shared directory: $(leftovers "$shared")"
 rm -rf "$shared"
+# Pods in the host's network namespace (docker --network=host): still separate PID namespaces, so
+# the same cuMem channels (legacy IPC refused), whatever the network.
+out=$(run "pods, host network" -n 2 --shared-net --gpus "$G" -- "$T/p2p_basic" --kinds DD,VV --sizes 1,1M+1,9M+7)
+grep -q "stats: channels: .*cuda-vmm" <<<"$out" || fail "host network: the cuMem channels were not used"
+grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "host network: legacy IPC across PID namespaces"
 [ -z "$(leftovers /dev/shm)" ] || fail "files left in /dev/shm: $(leftovers /dev/shm)"
 finish
