@@ -149,11 +149,13 @@ def human(n):
 
 def main(folder, table_path, plot_path):
     folder = pathlib.Path(folder)
-    floor = {}
+    floor, floor_mean = {}, {}
     try:
         f = json.loads((folder / "floor.json").read_text())
         floor = {"latency": {int(k): v for k, v in f["latency"].items()},
                  "bw": {int(k): v for k, v in f["bw"].items()}}
+        # the same copies' mean (cgdr-bench's statistic); older floor.json files have none
+        floor_mean = {int(k): v for k, v in f.get("latency_mean", {}).items()}
         floor["bibw"] = {k: 2 * v for k, v in floor["bw"].items()}  # one copy each way: no better than 2x
     except (OSError, ValueError, KeyError):
         pass
@@ -178,6 +180,8 @@ def main(folder, table_path, plot_path):
               "Opt/Nat:"),
              "Container-Opt over Native (latency: ratio of times; bandwidth: ratio of rates); Opt(off)/Nat,",
              "Opt(V)/Nat and Opt(V,all)/Nat likewise. Speed-up: Container-Opt over Container-Def.",
+             "The floor's latency is the median of its copies; cgdr-bench's the mean of its iterations (as",
+             "OSU's): Opt/floor (mean) sets Container-Opt against the floor's mean, the same statistic.",
              (f"Native and the Container-Opt modes with cgdr's heap on: median of {rounds} rounds (each in "
               "another order); Opt/Nat rounds: the lowest and highest ratio of one round's Container-Opt to "
               "the same round's Native. Heap off and Container-Def: one run (\"-\" where not run)." if rounds > 1 else
@@ -202,8 +206,8 @@ def main(folder, table_path, plot_path):
         lines += [
                   "| size | floor | " + " | ".join(n for _, n in MODES) +
                   " | Opt/Nat | Opt/Nat rounds | Opt(off)/Nat | Opt(V)/Nat | Opt(V,all)/Nat | Opt/floor |"
-                  " speed-up vs Def | channel (Opt) | channel (Opt, heap off) | channel (Native) |",
-                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
+                  " Opt/floor (mean) | speed-up vs Def | channel (Opt) | channel (Opt, heap off) | channel (Native) |",
+                  "|---:|---:|" + "---:|" * len(MODES) + "---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
         sizes = sorted({s for r in res.values() for s in r})
         for s in sizes:
             v = {m: res[m].get(s) for m, _ in MODES}
@@ -221,11 +225,12 @@ def main(folder, table_path, plot_path):
             vnat = ratio(v["optvmm"], nat)
             vall = ratio(v["optvmmall"], nat)
             optfl = ratio(opt, fl)
+            optflm = ratio(opt, floor_mean.get(s)) if lat else "-"
             speed = "-"
             if opt and de:
                 speed = f"{(de / opt) if lat else (opt / de):.1f}x"
             lines.append(f"| {human(s)} | {fmt(fl)} | " + " | ".join(fmt(v[m]) for m, _ in MODES) +
-                         f" | {optnat} | {spread} | {snat} | {vnat} | {vall} | {optfl} | {speed} | {channel_of(ranges, s)} |"
+                         f" | {optnat} | {spread} | {snat} | {vnat} | {vall} | {optfl} | {optflm} | {speed} | {channel_of(ranges, s)} |"
                          f" {channel_of(rstage, s)} | {channel_of(rnat, s)} |")
         lines.append("")
         more, nres = nccl_section(folder, test, unit, res)

@@ -1,8 +1,10 @@
 // The floor for GPU-to-GPU messages between two ranks: a bare cudaMemcpyPeerAsync from GPU A to
 // GPU B in one process, nothing else. Latency: one copy then a stream synchronize, median over
-// iterations (what a ping-pong's one-way time is compared with). Bandwidth: a window of copies
-// back to back, then one synchronize (as osu_bw / cgdr-bench bw count). Prints a table and, with
-// --json FILE, writes {"latency": {size: us}, "bw": {size: GB/s}}.
+// iterations (what a ping-pong's one-way time is compared with), and the mean of the same
+// iterations (the last column: the statistic cgdr-bench and OSU's benchmarks report, a loop's time
+// over its iterations, stalls included). Bandwidth: a window of copies back to back, then one
+// synchronize (as osu_bw / cgdr-bench bw count). Prints a table and, with --json FILE, writes
+// {"latency": {size: us}, "latency_mean": {size: us}, "bw": {size: GB/s}}.
 // More latency columns show what the engine's paths cost at their floor: "push+event" (the copy
 // on the source GPU's stream, completion seen by polling an event), "pull+sync" and "pull+event"
 // (the destination GPU pulls with cudaMemcpyAsync, as cuda-ipc's receiver does),
@@ -81,26 +83,35 @@ int main(int argc, char** argv) {
   cudaStream_t s = sr.stream, pullStream = d.stream;
   bool canAccess = sr.peer;
   std::printf("# bare cudaMemcpyPeerAsync GPU %d -> GPU %d (peer access %s)\n", from, to, canAccess ? "on" : "off");
-  std::printf("# %12s %14s %14s %14s %14s %14s %14s %14s\n", "bytes", "latency(us)", "bw(GB/s)", "push+event",
-              "pull+sync", "pull+event", "stage 2 sync", "stage chained");
-  // Median of `it` timed runs of f (after 10 untimed ones), in microseconds.
-  auto median = [](int it, auto&& f) {
+  std::printf("# %12s %14s %14s %14s %14s %14s %14s %14s %14s\n", "bytes", "latency(us)", "bw(GB/s)", "push+event",
+              "pull+sync", "pull+event", "stage 2 sync", "stage chained", "latency mean");
+  // Median of `it` timed runs of f (after 10 untimed ones), in microseconds; their mean in *mean.
+  auto median = [](int it, auto&& f, double* mean = nullptr) {
     std::vector<double> t;
+    double sum = 0;
     for (int k = 0; k < it + 10; ++k) {
       double t0 = cgdr::user::seconds();
       f();
-      if (k >= 10) t.push_back(cgdr::user::seconds() - t0);
+      if (k >= 10) {
+        t.push_back(cgdr::user::seconds() - t0);
+        sum += t.back();
+      }
     }
+    if (mean) *mean = sum / double(t.size()) * 1e6;
     std::sort(t.begin(), t.end());
     return t[t.size() / 2] * 1e6;
   };
-  std::string jl, jb;
+  std::string jl, jm, jb;
   for (std::size_t size = lo; size <= hi; size = size ? size * 2 : 1) {
     int it = size > (1u << 20) ? std::max(20, iters / 20) : iters;
-    double lat = median(it, [&] {
-      check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
-      check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-    });
+    double latMean = 0;
+    double lat = median(
+        it,
+        [&] {
+          check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "cudaMemcpyPeerAsync");
+          check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+        },
+        &latMean);
     int window = 64, reps = size > (16u << 20) ? 2 : size > (1u << 20) ? 5 : 20;
     check(cudaMemcpyPeerAsync(dst, to, src, from, size, s), "warm-up");
     check(cudaStreamSynchronize(s), "sync");
@@ -145,11 +156,13 @@ int main(int argc, char** argv) {
         check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
       });
     }
-    std::printf("  %12zu %14.2f %14.2f %14.2f %14.2f %14.2f %14.2f %14.2f\n", size, lat, bw, pushEv, pullSync, pull, two,
-                chained);
+    std::printf("  %12zu %14.2f %14.2f %14.2f %14.2f %14.2f %14.2f %14.2f %14.2f\n", size, lat, bw, pushEv, pullSync, pull,
+                two, chained, latMean);
     char e[96];
     std::snprintf(e, sizeof e, "%s\"%zu\": %.3f", jl.empty() ? "" : ", ", size, lat);
     jl += e;
+    std::snprintf(e, sizeof e, "%s\"%zu\": %.3f", jm.empty() ? "" : ", ", size, latMean);
+    jm += e;
     std::snprintf(e, sizeof e, "%s\"%zu\": %.6g", jb.empty() ? "" : ", ", size, bw);
     jb += e;
     if (size == 0) break;
@@ -157,7 +170,8 @@ int main(int argc, char** argv) {
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (f) {
-      std::fprintf(f, "{\"latency\": {%s}, \"bw\": {%s}}\n", jl.c_str(), jb.c_str());
+      std::fprintf(f, "{\"latency\": {%s}, \"latency_mean\": {%s}, \"bw\": {%s}}\n", jl.c_str(), jm.c_str(),
+                   jb.c_str());
       std::fclose(f);
     }
   }
