@@ -6,8 +6,7 @@
 # natively (where cgdr-info leaves both ranks on GPU 0), IPC is allowed. Data tests across the
 # pods with device, managed, exportable cuMem and stream-ordered pool buffers, with the
 # scheduler's choice, push and pull, and with each cross-namespace channel forced; and pods in the
-# host's network namespace. Skipped
-# without a GPU.
+# host's network namespace. Skipped without a GPU.
 . "$(dirname "$0")/lib.sh"
 T=$BIN/tests/mpi
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
