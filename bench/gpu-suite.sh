@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep tune rail probe ab alloc mps visprobe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -147,6 +147,13 @@ if has smallrep 60; then
   # SMALL_CPUS, SMALL_BARE, SMALL_ALT: see the script).
   timeout 240 "$top/bench/small-latency.sh" "$build" "$logs/smallrep" > "$logs/smallrep.log" 2>&1
   say "smallrep: exit $?"; cat "$logs/smallrep.log" >> "$summary"
+fi
+
+if has winab 60; then
+  # Windows of small GPU messages with and without the copy kernel (bench/window-ab.sh; WAB_*).
+  mkdir -p "$logs/winab"
+  timeout 400 "$top/bench/window-ab.sh" "$build" "$logs/winab" > "$logs/winab.log" 2>&1
+  say "winab: exit $?"; cat "$logs/winab.log" >> "$summary"
 fi
 
 if has tune 60; then

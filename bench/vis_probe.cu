@@ -347,6 +347,108 @@ void smCopy(std::initializer_list<Copy> copies, size_t cap) {
   cudaStreamDestroy(st);
 }
 
+// A window of small pulls moved by the SMs (thirty-sixth session, `-only kbatch`): N messages of n
+// bytes, each its own (source, destination, length), copied by one kernel launch of N blocks
+// whose descriptors travel as the kernel's parameter, against N copies on the copy engine
+// (cudaMemcpyAsync each, or a graph re-pointed each where the peer's GPU is invisible). One
+// event after them, polled. Median issue and total us over `iters` windows.
+struct KDesc {
+  const unsigned char* src;
+  unsigned char* dst;
+  unsigned long long n;
+};
+struct KBatch {
+  int count;
+  KDesc d[64];
+};
+__global__ void gatherKernel(KBatch b) {
+  if (static_cast<int>(blockIdx.x) >= b.count) return;
+  KDesc m = b.d[blockIdx.x];
+  unsigned long long i = threadIdx.x, step = blockDim.x;
+  if (((reinterpret_cast<unsigned long long>(m.src) | reinterpret_cast<unsigned long long>(m.dst)) & 15) == 0) {
+    unsigned long long n16 = m.n / 16;
+    const int4* s = reinterpret_cast<const int4*>(m.src);
+    int4* d = reinterpret_cast<int4*>(m.dst);
+    for (; i < n16; i += step) d[i] = s[i];
+    for (i = n16 * 16 + threadIdx.x; i < m.n; i += step) m.dst[i] = m.src[i];
+  } else {
+    for (; i < m.n; i += step) m.dst[i] = m.src[i];
+  }
+}
+
+void kbatch(cudaStream_t s, cudaEvent_t ev, int iters, void* dstBase, const void* srcBase, const char* name,
+            bool graph) {
+  for (size_t n : {size_t{8}, size_t{4096}, size_t{65536}}) {
+    for (int count : {1, 2, 8, 64}) {
+      size_t stride = std::max<size_t>(n, 256);
+      KBatch b{};
+      b.count = count;
+      for (int k = 0; k < count; ++k) {
+        b.d[k].src = static_cast<const unsigned char*>(srcBase) + k * stride;
+        b.d[k].dst = static_cast<unsigned char*>(dstBase) + k * stride;
+        b.d[k].n = n;
+      }
+      cudaGraph_t g;
+      cudaGraphExec_t exec = nullptr;
+      cudaGraphNode_t node;
+      check(cudaGraphCreate(&g, 0), "graph");
+      check(cudaGraphAddMemcpyNode1D(&node, g, nullptr, 0, b.d[0].dst, b.d[0].src, n, cudaMemcpyDefault), "node");
+      check(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+      std::printf("  kbatch %-12s %6zu B x %2d |", name, n, count);
+      for (int kind = 0; kind < 2; ++kind) {
+        std::vector<double> issue, total;
+        int reps = count >= 64 ? iters / 4 : iters;
+        for (int it = 0; it < reps + 10; ++it) {
+          double t0 = MPI_Wtime();
+          if (kind == 0) {
+            for (int k = 0; k < count; ++k) {
+              if (graph) {
+                check(cudaGraphExecMemcpyNodeSetParams1D(exec, node, b.d[k].dst, b.d[k].src, n, cudaMemcpyDefault),
+                      "set params");
+                check(cudaGraphLaunch(exec, s), "graph launch");
+              } else {
+                check(cudaMemcpyAsync(b.d[k].dst, b.d[k].src, n, cudaMemcpyDefault, s), "copy");
+              }
+            }
+          } else {
+            gatherKernel<<<count, 256, 0, s>>>(b);
+            check(cudaGetLastError(), "kernel launch");
+          }
+          timeToDone(s, ev, t0, it >= 10, issue, total);
+        }
+        std::printf(" %s %6.2f/%7.2f (%.2f per msg)", kind == 0 ? (graph ? "graphs" : "memcpy") : "kernel",
+                    median(issue), median(total), median(total) / count);
+      }
+      std::printf("\n");
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(g);
+    }
+  }
+  // Byte check of the kernel's copies: odd sizes and offsets.
+  std::vector<unsigned char> want(70000), got(70000);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<unsigned char>(i * 7 + 3);
+  void* tmp = nullptr;
+  check(cudaMalloc(&tmp, want.size()), "tmp");
+  check(cudaMemcpy(tmp, want.data(), want.size(), cudaMemcpyHostToDevice), "fill");
+  KBatch b{};
+  size_t sizes[] = {1, 3, 17, 4097, 65537}, offs[] = {0, 5, 1, 16, 3};
+  b.count = 5;
+  for (int k = 0; k < 5; ++k) {
+    b.d[k].src = static_cast<const unsigned char*>(tmp) + offs[k];
+    b.d[k].dst = static_cast<unsigned char*>(dstBase) + (size_t{k} << 17) + offs[(k + 1) % 5];
+    b.d[k].n = sizes[k];
+  }
+  gatherKernel<<<5, 256, 0, s>>>(b);
+  check(cudaStreamSynchronize(s), "kernel");
+  int bad = 0;
+  for (int k = 0; k < 5; ++k) {
+    check(cudaMemcpy(got.data(), b.d[k].dst, sizes[k], cudaMemcpyDeviceToHost), "read back");
+    if (std::memcmp(got.data(), want.data() + offs[k], sizes[k]) != 0) ++bad;
+  }
+  std::printf("  kbatch byte check %s: %s\n", name, bad ? "FAIL" : "ok");
+  cudaFree(tmp);
+}
+
 // Many small pulls at once (a window of messages, as bw/bibw post): N copies of n bytes from the
 // peer's buffer, issued one cudaMemcpyAsync each, or as one cudaMemcpyBatchAsync; one event after
 // them. Median issue and total us over `iters` windows, and the issue per copy.
@@ -827,6 +929,14 @@ int main(int argc, char** argv) {
   if (only.empty()) coop(rank, mine, peer, cap);
   if (only.empty() || only == "rail") rail(rank, mine, peer, cap);
   if (only == "import") importPaths(rank, dev, one);
+  if (rank == 0 && only == "kbatch") {
+    std::printf("# visibility: %s; N small pulls: issue/total us, copy engine vs one kernel\n",
+                one ? "each rank sees only its GPU" : "both GPUs");
+    kbatch(s, ev, iters, mine, peer, "pull V<-peer", one);
+    kbatch(s, ev, iters, mine2, peer, "pull D<-peer", one);
+    kbatch(s, ev, iters, peer, mine2, "push peer<-D", one);
+    std::fflush(stdout);
+  }
   if (only == "rail2") rail2(rank, mine, peer, cap);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();

@@ -296,6 +296,27 @@ GpuPaths::Place GpuPaths::placeOf(const GpuOffer& o, int device) {
   return Place::kInvisible;
 }
 
+bool GpuPaths::smReaches(const GpuOffer& o, sched::Channel used, Place place, int device) {
+  if (used == sched::Channel::kCudaVmmZc) return true;  // Link::mapping set access for `device`
+  if (used != sched::Channel::kCudaIpc || device < 0) return false;
+  if (place == Place::kSameGpu || place == Place::kSameGpuMps) return true;
+  if (place != Place::kOtherVisible) return false;
+#if CGDR_HAVE_CUDA
+  std::lock_guard lock(mutex_);
+  for (std::size_t d = 0; d < uuids_.size(); ++d) {
+    if (uuids_[d].size() != 16 || std::memcmp(uuids_[d].data(), o.gpu, 16) != 0) continue;
+    auto [it, fresh] = peerAccess_.try_emplace(device * 256 + static_cast<int>(d), false);
+    if (fresh) {
+      int can = 0;
+      it->second = cudaDeviceCanAccessPeer(&can, device, static_cast<int>(d)) == cudaSuccess && can;
+      (void)cudaGetLastError();
+    }
+    return it->second;
+  }
+#endif
+  return false;
+}
+
 bool GpuPaths::pullable(int w, const void* p, std::size_t n, const mem::MemInfo& known) {
   if (n == 0 || w < 0 || w >= static_cast<int>(gPeers.size())) return false;
   sched::Caps caps = senderCaps(w);

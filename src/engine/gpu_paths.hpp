@@ -70,6 +70,11 @@ class GpuPaths {
   // side: as between two GPUs).
   enum class Place : std::uint8_t { kUnknown, kSameGpu, kSameGpuMps, kOtherVisible, kInvisible };
   Place placeOf(const GpuOffer& o, int device);
+  // Whether the SMs of this rank's GPU `device` can reach the bytes `o` describes, mapped here
+  // through channel `used` at `place` (the copy kernel's condition, mem::GpuCopy::startMany): a
+  // peer's cuMem allocation is mapped with access for `device`; legacy IPC memory on the same
+  // GPU, or on another visible GPU with peer access to it; not where that GPU is invisible.
+  bool smReaches(const GpuOffer& o, sched::Channel used, Place place, int device);
   // The host rail's capabilities for a destination at p (sched::Caps::otherGpu, otherGpuInvisible).
   static void railCaps(Place p, sched::Caps* caps) {
     caps->otherGpu = p == Place::kOtherVisible || p == Place::kInvisible;
@@ -177,6 +182,7 @@ class GpuPaths {
   // GPU UUIDs of this process's devices by ordinal, read on first use (mutex_ held).
   const std::uint8_t* uuidOf(int device);  // also fills mps_ (both under mutex_)
   std::vector<std::vector<std::uint8_t>> uuids_;
+  std::unordered_map<int, bool> peerAccess_;  // device * 256 + visible peer device: cudaDeviceCanAccessPeer
   std::vector<bool> mps_;  // per device: this process shares it through MPS
   // Per world rank: the id this rank's ring has at that peer (0: not shared yet; set once, as
   // the ring lives until finalize), and (peer's ring id << 9 | (device + 1) << 1 | maps) of the

@@ -105,9 +105,10 @@ void ShmEngine::stop() {
                 std::to_string(s.channel[c]);
     if (!line.empty()) CGDR_LOG(kWarn, kShm, "stats: channels: %s", line.c_str());
     mem::CopyCounts cc = mem::copyCounts();
-    if (cc.graph + cc.plain)
-      CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu; completion asked %llu, "
-               "inferred from stream order %llu", cc.graph, cc.repeated, cc.plain, cc.asked, cc.inferred);
+    if (cc.graph + cc.plain + cc.batched)
+      CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu, by the copy kernel %llu in "
+               "%llu launches; completion asked %llu, inferred from stream order %llu", cc.graph, cc.repeated,
+               cc.plain, cc.batched, cc.kernels, cc.asked, cc.inferred);
     if (e->gpu_) {
       auto lc = e->gpu_->linkCounts();
       if (lc.held + lc.released)
@@ -524,11 +525,15 @@ void ShmEngine::pumpRealOrder() {
 
 bool ShmEngine::step() {
   bool any = false;
+  releaseHeld();
+  draining_ = true;
   for (auto& p : ep_->peers()) {
     if (p->dead) continue;
     any = drainControl(*p) | any;
     any = drainMessages(*p) | any;
   }
+  draining_ = false;
+  releaseHeld();  // the pulls of the envelopes just read, together
   mem::PollPass pass;  // the receives' copies share cgdr's streams: ask about each stream once
   for (std::size_t i = 0; i < copying_.size();) {
     ShmRecv* r = copying_[i];
@@ -541,6 +546,7 @@ bool ShmEngine::step() {
   }
   flushCtl();
   pumpSends(&pass);
+  releaseHeld();  // pushes held by the sends just posted
   if (!adopted_.empty()) reapAdopted();
   // Now and then, what peers sent over the cuMem link (releases of memory they freed).
   if (gpu_ && (++steps_ & 4095) == 0) gpu_->drainLink();

@@ -104,6 +104,18 @@ class ShmEngine {
   void addPending(int n) { pending_.fetch_add(n, std::memory_order_relaxed); }
   // A send that claimed its receiver's advert: its copy is polled by every step.
   void stream(ShmSend* s) { streaming_.push_back(s); }
+  // A push held back to join a window of pushes moved by one copy-kernel launch
+  // (mem::GpuCopy::startMany): taken where the copy may run on the kernel and `device`'s peer
+  // stream still has earlier copies not seen done (so the copy would wait behind them anyway), or
+  // other pushes are held. Held copies start at the start and the end of the next progress step,
+  // or when a copy comes to a full window (that window starts, the new copy is held); false: the
+  // caller starts it now.
+  bool holdPush(ShmSend* s, const mem::GpuCopy::Many& m, int device);
+  // The same for a receiver's pull (the message's envelope matched while a step drains the rings):
+  // held while the step reads on, so that the pulls of the envelopes it finds go together.
+  bool holdPull(ShmRecv* r, const mem::GpuCopy::Many& m, int device);
+  void dropHeld(const base::Op* op);  // a held copy's operation finished (failed) before it started
+  void releaseHeld();
   // An advertised receive leaves its sender's reach (cancel: forget=false; failure or destruction:
   // forget=true, a delivery already under way is then ignored). False if the sender claimed it
   // first (with forget=false the receive is then matched and awaits the bytes).
@@ -195,6 +207,14 @@ class ShmEngine {
   std::unique_ptr<channel::shm::Endpoint> ep_;
   std::unique_ptr<GpuPaths> gpu_;  // after ep_: unregisters the segments before they are unmapped
   std::vector<ShmRecv*> copying_;
+  struct HeldCopy {
+    ShmSend* send;  // a push, or
+    ShmRecv* recv;  // a pull
+    mem::GpuCopy::Many copy;
+    int device;
+  };
+  std::vector<HeldCopy> held_;  // at most mem::kGatherMax
+  bool draining_ = false;       // step() is reading the rings: matched pulls may be held
   std::recursive_mutex mutex_;
   std::unordered_map<int, CtxQueues> queues_;
   std::unordered_map<std::uint64_t, ShmSend*> sends_;               // in flight, by msgId

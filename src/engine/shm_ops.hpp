@@ -65,6 +65,10 @@ class ShmSend final : public base::Op {
   bool finished() const { return state_ == State::kDone; }
   bool queued() const { return state_ == State::kQueued; }
   std::uint64_t msgId() const { return msgId_; }
+  // A push held by the engine (ShmEngine::holdPush): the copy it waits to start, and its start,
+  // with its window (`started`: the copy kernel took it) or alone (issued here).
+  mem::GpuCopy* heldCopy() { return &pushBlock_.copy; }
+  void releaseHeld(bool started);
   channel::shm::Peer& peer() { return peer_; }
   const channel::shm::Peer& peer() const { return peer_; }
 
@@ -78,7 +82,9 @@ class ShmSend final : public base::Op {
   // The receiver's buffer `t` describes, mapped here (channel `prefer` first); nullptr if not.
   void* mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channel* used);
   // Starts the one copy into the mapped buffer; false (reported) if it cannot start.
-  base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue, std::uint64_t n);
+  // mayHold: the copy may wait to join a window moved by the copy kernel (ShmEngine::holdPush).
+  base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue, std::uint64_t n,
+                         bool mayHold = false);
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
   // *none: the receiver had no advert posted at all.
   bool tryClaim(std::uint64_t t0, bool* none);
@@ -102,6 +108,10 @@ class ShmSend final : public base::Op {
   bool pushPending_ = false;  // that copy has not been seen done yet
   std::uint64_t pushLen_ = 0;
   CopyBlock pushBlock_;
+  bool held_ = false;  // the push waits in the engine's window (heldCopy not started yet)
+  void* heldDst_ = nullptr;
+  mem::Issue heldIssue_ = mem::Issue::kMemcpy;
+  mem::CopyIds heldIds_;
   std::uint64_t advert_ = 0;  // the receiver's advert this send claimed (its completion names it)
   GpuPaths::Ring ring_;
   std::deque<CopyBlock> inflight_;
@@ -145,6 +155,10 @@ class ShmRecv final : public base::Op {
   void onPushed(channel::shm::Peer& from, std::uint64_t len);
   // Retires finished GPU copies; true once none is in flight.
   bool pollCopies(mem::PollPass* pass = nullptr);
+  // A pull held by the engine (ShmEngine::holdPull): the copy it waits to start, and its start,
+  // with its window (`started`: the copy kernel took it) or alone (issued here).
+  mem::GpuCopy* heldCopy() { return &inflight_.front().copy; }
+  void releaseHeld(bool started);
   bool gpuTarget() const { return target_.gpu(); }
   void fail(const base::Status& s);
   // Mixed MPI_ANY_SOURCE: tries to take a message from the real MPI; true if it did.
@@ -189,6 +203,10 @@ class ShmRecv final : public base::Op {
   std::uint64_t advert_ = 0;  // advertised to the sender as this idx (until retracted or delivered)
   int device_ = -1;         // the GPU this rank copies with
   mem::Issue issue_ = mem::Issue::kMemcpy;  // how copies from the sender's GPU are issued
+  GpuPaths::Place place_ = GpuPaths::Place::kUnknown;  // where the sender's bytes are, seen from device_
+  bool held_ = false;         // the pull waits in the engine's window (inflight_'s one block not started)
+  const void* heldSrc_ = nullptr;
+  mem::CopyIds heldIds_;
   std::uint64_t doneNs_ = 0;  // CGDR_TRACE_GPU: when the pull was seen done
   std::deque<CopyBlock> inflight_;
   std::unique_ptr<base::Op> real_;  // mixed: the real MPI's receive of the message it matched

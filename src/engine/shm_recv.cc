@@ -157,16 +157,23 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
   b.len = expect_;
   std::uint64_t t = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   mem::CopyIds ids{dstAsync_ ? target_.mem().bufferId : 0, GpuPaths::peerMemoryId(from.worldRank, env.offer, ch)};
-  base::Status st =
-      b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_, ids);
-  if (t) {
-    e_.trace(ShmEngine::kTrCopyIssue, t);
-    b.issuedNs = ShmEngine::traceNow();
-  }
-  if (!st.isOk()) {
-    CGDR_LOG(kWarn, kCuda, "%s copy from rank %d failed (%s): taking another channel", sched::channelName(ch),
-             from.worldRank, st.message().c_str());
-    return false;
+  held_ = dstAsync_ && paths->smReaches(env.offer, ch, place_, device_) &&
+          e_.holdPull(this, mem::GpuCopy::Many{dst_, src, expect_}, device_);
+  if (held_) {  // started with the step's other pulls (releaseHeld)
+    heldSrc_ = src;
+    heldIds_ = ids;
+  } else {
+    base::Status st =
+        b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_, ids);
+    if (t) {
+      e_.trace(ShmEngine::kTrCopyIssue, t);
+      b.issuedNs = ShmEngine::traceNow();
+    }
+    if (!st.isOk()) {
+      CGDR_LOG(kWarn, kCuda, "%s copy from rank %d failed (%s): taking another channel", sched::channelName(ch),
+               from.worldRank, st.message().c_str());
+      return false;
+    }
   }
   inflight_.push_back(std::move(b));
   pulling_ = true;
@@ -274,6 +281,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
     if (paths) {
       q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
       place = paths->placeOf(env.offer, target_.gpu() ? target_.device() : -1);
+      place_ = place;
       issue_ = GpuPaths::issueFor(place);
       if (target_.gpu()) GpuPaths::railCaps(place, &q.caps);
     }
@@ -406,7 +414,21 @@ void ShmRecv::onDevData(shm::Peer& from, const shm::CtlRecord& r) {
   e_.watchCopies(this);
 }
 
+void ShmRecv::releaseHeld(bool started) {
+  if (!held_) return;
+  held_ = false;
+  CopyBlock& b = inflight_.front();
+  if (ShmEngine::tracing()) b.issuedNs = ShmEngine::traceNow();
+  if (started) return;
+  base::Status st = b.copy.start(dst_, heldSrc_, expect_, device_, mem::CopyDir::kPeer, issue_, heldIds_);
+  if (!st.isOk()) {
+    inflight_.clear();
+    abort(st);
+  }
+}
+
 bool ShmRecv::pollCopies(mem::PollPass* pass) {
+  if (held_) return false;  // not started yet (the step that held it starts it)
   shm::Endpoint& ep = e_.endpoint();
   while (!inflight_.empty() && inflight_.front().copy.done(pass)) {
     CopyBlock& b = inflight_.front();
@@ -447,6 +469,10 @@ void ShmRecv::abort(const base::Status& s) {
 
 void ShmRecv::fail(const base::Status& s) {
   if (state_ == State::kDone) return;
+  if (held_) {  // failed before its window started: the copy never runs
+    e_.dropHeld(this);
+    held_ = false;
+  }
   if (advert_) e_.withdrawAdvert(this, true);  // claimed meanwhile: its delivery is ignored
   e_.unwatchCopies(this);
   if (state_ == State::kPosted) e_.unpost(this);

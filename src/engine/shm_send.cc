@@ -38,6 +38,10 @@ ShmSend::~ShmSend() {
 void ShmSend::finish() {
   if (state_ == State::kDone) return;
   state_ = State::kDone;
+  if (held_) {  // failed before its window started: the copy never runs
+    e_.dropHeld(this);
+    held_ = false;
+  }
   e_.untrack(this);
   if (counted_) {
     e_.addPending(-1);
@@ -138,6 +142,7 @@ bool ShmSend::pump(mem::PollPass* pass) {
 // send is complete, unless the host rail's tail is still streaming (pumpAsync finishes it then).
 // `pass`: a window of pushes shares cgdr's streams; ask about each stream once.
 bool ShmSend::pumpPush(mem::PollPass* pass) {
+  if (held_) return false;
   if (pushPending_) {
     CopyBlock& b = pushBlock_;
     if (b.copy.done(pass)) {
@@ -178,12 +183,24 @@ void* ShmSend::mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channe
 }
 
 base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue,
-                                std::uint64_t n) {
+                                std::uint64_t n, bool mayHold) {
   int device = data_.mem().device;
+  mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, used), data_.mem().bufferId};
+  if (mayHold) {
+    pushBlock_ = CopyBlock{};
+    pushBlock_.len = n;
+    pushLen_ = n;
+    pushPending_ = true;
+    push_ = true;
+    heldDst_ = dst;
+    heldIssue_ = issue;
+    heldIds_ = ids;
+    held_ = e_.holdPush(this, mem::GpuCopy::Many{dst, data_.gpuData(), n}, device);
+    if (held_) return base::Status::ok();
+  }
   CopyBlock b;
   b.len = n;
   std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
-  mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, used), data_.mem().bufferId};
   base::Status st =
       b.copy.start(dst, data_.gpuData(), n, device, mem::CopyDir::kPeer, issue, ids);
   if (t0) {
@@ -196,6 +213,16 @@ base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel use
   pushPending_ = true;
   push_ = true;
   return st;
+}
+
+void ShmSend::releaseHeld(bool started) {
+  if (!held_) return;
+  held_ = false;
+  if (ShmEngine::tracing()) pushBlock_.issuedNs = ShmEngine::traceNow();
+  if (started) return;
+  base::Status st = pushBlock_.copy.start(heldDst_, data_.gpuData(), pushLen_, data_.mem().device,
+                                          mem::CopyDir::kPeer, heldIssue_, heldIds_);
+  if (!st.isOk()) abort(st);
 }
 
 // One copy of the first n bytes of this rank's GPU buffer into the receiver's (mapped through its
@@ -271,7 +298,8 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   ++e_.stats().pushed;
   e_.countChannel(used, n);
   if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
-  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n);
+  bool mayHold = paths->smReaches(t, used, place, data_.mem().device);
+  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, mayHold);
   if (!st.isOk()) {
     abort(st);
     return true;

@@ -11,6 +11,7 @@
 #include "base/config.hpp"
 #include "base/cuda.hpp"
 #include "base/log.hpp"
+#include "mem/gpu_batch.hpp"
 
 #if CGDR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -18,13 +19,15 @@
 
 namespace cgdr::mem {
 namespace {
-std::atomic<unsigned long long> gGraphCopies{0}, gRepeatedCopies{0}, gPlainCopies{0}, gAsked{0}, gInferred{0};
+std::atomic<unsigned long long> gGraphCopies{0}, gRepeatedCopies{0}, gPlainCopies{0}, gAsked{0}, gInferred{0},
+    gBatched{0}, gKernels{0};
 }  // namespace
 
 CopyCounts copyCounts() {
   return {gGraphCopies.load(std::memory_order_relaxed), gRepeatedCopies.load(std::memory_order_relaxed),
           gPlainCopies.load(std::memory_order_relaxed), gAsked.load(std::memory_order_relaxed),
-          gInferred.load(std::memory_order_relaxed)};
+          gInferred.load(std::memory_order_relaxed),    gBatched.load(std::memory_order_relaxed),
+          gKernels.load(std::memory_order_relaxed)};
 }
 
 #if CGDR_HAVE_CUDA
@@ -270,17 +273,73 @@ GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
   if (this != &o) {
     if (event_) (void)wait();
     event_ = o.event_;
+    sharers_ = o.sharers_;
     stream_ = o.stream_;
     seq_ = o.seq_;
     error_ = std::move(o.error_);
     o.event_ = nullptr;
+    o.sharers_ = nullptr;
   }
   return *this;
 }
 
 void GpuCopy::release() {
-  giveEvent(static_cast<cudaEvent_t>(event_));
+  auto ev = static_cast<cudaEvent_t>(event_);
   event_ = nullptr;
+  if (int* n = sharers_) {
+    sharers_ = nullptr;
+    Streams& st = streams();
+    std::lock_guard lock(st.mutex);
+    if (--*n > 0) return;  // another copy of the window still holds the event
+    delete n;
+    st.events.push_back(ev);
+    return;
+  }
+  giveEvent(ev);
+}
+
+bool streamBusy(int device, CopyDir dir) {
+  if (device < 0 || device >= kMaxDevices) return false;
+  const Order& o = streams().order[device][static_cast<int>(dir)];
+  return o.issued.load(std::memory_order_acquire) > o.doneUpTo.load(std::memory_order_acquire);
+}
+
+base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int count, int device) {
+  if (count <= 0 || count > kGatherMax) return base::Status(base::Errc::kArgument, "copy window of bad size");
+  device = normalize(device);
+  DeviceScope scope(device);
+  auto s = streamFor(device, CopyDir::kPeer);
+  if (!s.isOk()) return s.status();
+  auto ev = takeEvent();
+  if (!ev.isOk()) return ev.status();
+  GatherArgs a;
+  a.count = static_cast<std::uint32_t>(count);
+  a.split = 1;
+  for (int i = 0; i < count; ++i)
+    a.item[i] = {reinterpret_cast<std::uint64_t>(items[i].src), reinterpret_cast<std::uint64_t>(items[i].dst),
+                 items[i].n};
+  Order& order = streams().order[device][static_cast<int>(CopyDir::kPeer)];
+  std::lock_guard issuing(order.issue);
+  auto e = static_cast<cudaError_t>(launchGather(a, s.value()));
+  if (e == cudaSuccess) e = cudaEventRecord(ev.value(), s.value());
+  if (e != cudaSuccess) {
+    giveEvent(ev.value());
+    return cudaFail("copy kernel", e);
+  }
+  std::uint64_t seq = order.issued.fetch_add(1, std::memory_order_release) + 1;
+  int* sharers = new int(count);
+  for (int i = 0; i < count; ++i) {
+    GpuCopy& c = *copies[i];
+    if (c.event_) (void)c.wait();
+    c.event_ = ev.value();
+    c.sharers_ = sharers;
+    c.stream_ = device * 4 + static_cast<int>(CopyDir::kPeer);
+    c.seq_ = seq;
+    c.error_ = base::Status::ok();
+  }
+  gBatched.fetch_add(static_cast<unsigned long long>(count), std::memory_order_relaxed);
+  gKernels.fetch_add(1, std::memory_order_relaxed);
+  return base::Status::ok();
 }
 
 GpuCopy::~GpuCopy() {
@@ -367,8 +426,7 @@ base::Status GpuCopy::wait() {
   if (event_) {
     cudaError_t e = cudaEventSynchronize(static_cast<cudaEvent_t>(event_));
     if (e != cudaSuccess) error_ = cudaFail("copy", e);
-    giveEvent(static_cast<cudaEvent_t>(event_));
-    event_ = nullptr;
+    release();
   }
   return error_;
 }
@@ -410,6 +468,10 @@ bool GpuCopy::done(PollPass*) { return true; }
 void quiesceCopies() {}
 void GpuCopy::release() {}
 base::Status GpuCopy::wait() { return error_; }
+bool streamBusy(int, CopyDir) { return false; }
+base::Status GpuCopy::startMany(const Many*, GpuCopy* const*, int, int) {
+  return base::Status(base::Errc::kUnsupported, "GPU copy in a build without CUDA");
+}
 base::Status copySync(void*, const void*, std::size_t n, int, CopyDir) {
   if (n == 0) return base::Status::ok();
   return base::Status(base::Errc::kUnsupported, "GPU copy in a build without CUDA");

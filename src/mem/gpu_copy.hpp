@@ -105,6 +105,18 @@ class GpuCopy {
   bool done(PollPass* pass = nullptr);
   // Blocks until finished; reports a failed copy.
   base::Status wait();
+  // A window of small copies between GPU buffers moved by one copy-kernel launch on `device`'s
+  // peer stream (mem/gather.hpp; `n` of each at most CGDR_CUDA_BATCH_LIMIT, mem::batchable):
+  // copies[i] finishes when the launch does (one event shared by all). Every side must be
+  // reachable by that GPU's SMs: its own memory, a peer GPU's with peer access, or another
+  // process's memory mapped here for it. Nothing starts where the kernel cannot be loaded or
+  // launched (the caller then issues them one by one).
+  struct Many {
+    void* dst;
+    const void* src;
+    std::size_t n;
+  };
+  static base::Status startMany(const Many* items, GpuCopy* const* copies, int count, int device);
   bool pending() const { return event_ != nullptr; }
   // The failure of a finished copy (ok while pending or after success).
   const base::Status& error() const { return error_; }
@@ -112,6 +124,7 @@ class GpuCopy {
  private:
   void release();           // gives the event back
   void* event_ = nullptr;  // cudaEvent_t
+  int* sharers_ = nullptr;  // a startMany event: how many copies still hold it (under the streams' mutex)
   int stream_ = -1;        // which of cgdr's streams (device * 4 + direction)
   std::uint64_t seq_ = 0;  // its place on that stream (1, 2, ...)
   base::Status error_;
@@ -121,10 +134,15 @@ class GpuCopy {
 // plainly, by this process so far (CGDR_STATS).
 // `asked`: completions asked of the driver (event or stream queries), `inferred`: answered from
 // a stream's order instead (PollPass, GpuCopy::done).
+// `batched`: copies moved by the copy kernel, in `kernels` launches (GpuCopy::startMany).
 struct CopyCounts {
-  unsigned long long graph = 0, repeated = 0, plain = 0, asked = 0, inferred = 0;
+  unsigned long long graph = 0, repeated = 0, plain = 0, asked = 0, inferred = 0, batched = 0, kernels = 0;
 };
 CopyCounts copyCounts();
+
+// Whether a copy cgdr put on (device, dir) has not been seen finished yet (its own records, no
+// driver call: a copy that finished unseen still counts).
+bool streamBusy(int device, CopyDir dir);
 
 // Waits until every copy cgdr has put on its streams so far has finished (before memory such
 // copies may read goes away).

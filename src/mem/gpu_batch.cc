@@ -1,0 +1,102 @@
+// The copy kernel's host side (mem/gather.hpp): its fat binary, embedded at build time
+// (cmake/embed.cmake), loaded through the runtime's library calls on first use, and launched for
+// a window of small GPU-to-GPU copies (GpuCopy::startMany in mem/gpu_copy.cc).
+#include "mem/gpu_batch.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "base/config.hpp"
+#include "base/log.hpp"
+
+#if CGDR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace cgdr::mem {
+namespace {
+
+base::ChoiceSetting gBatch("CGDR_CUDA_BATCH", "auto", {"auto", "off"},
+                           "Small GPU-to-GPU copies of a window of messages (a sender's pushes issued while its "
+                           "earlier copies still run, a receiver's pulls of the envelopes one progress step reads) "
+                           "moved by one copy-kernel launch instead of one copy-engine operation each (~2.5-3.5 us a "
+                           "copy there, ~0.2 us in the kernel). off: always the copy engine.");
+base::Setting<base::Bytes> gBatchLimit("CGDR_CUDA_BATCH_LIMIT", "64K", "bytes",
+                                       "The largest message CGDR_CUDA_BATCH moves with the copy kernel.");
+
+// Bytes one block moves before a message is spread over more blocks (at most 16 per message).
+constexpr std::uint64_t kBytesPerBlock = 16 * 1024;
+
+}  // namespace
+
+#if CGDR_HAVE_CUDA
+extern const unsigned char kGatherFatbin[];
+extern const std::size_t kGatherFatbin_size;
+
+namespace {
+
+struct Kernel {
+  std::once_flag once;
+  cudaKernel_t fn = nullptr;
+  std::atomic<bool> broken{false};
+};
+
+Kernel& kernel() {
+  static Kernel* k = new Kernel;  // outlives static destructors; the driver cleans up at exit
+  return *k;
+}
+
+// Loads the fat binary once per process (libraries load into each context on first use).
+cudaKernel_t load() {
+  Kernel& k = kernel();
+  std::call_once(k.once, [&k] {
+    cudaLibrary_t lib = nullptr;
+    cudaError_t e = cudaLibraryLoadData(&lib, kGatherFatbin, nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e == cudaSuccess) e = cudaLibraryGetKernel(&k.fn, lib, "cgdr_gather");
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      k.fn = nullptr;
+      k.broken.store(true, std::memory_order_relaxed);
+      CGDR_LOG(kInfo, kCuda, "copy kernel unavailable (%s): small copies stay on the copy engine",
+               cudaGetErrorString(e));
+    }
+  });
+  return k.fn;
+}
+
+}  // namespace
+
+bool batchable(std::size_t n) {
+  static const std::size_t limit = gBatchLimit.get().value;
+  static const bool on = gBatch.get().index == 0;
+  return on && n > 0 && n <= limit && !kernel().broken.load(std::memory_order_relaxed);
+}
+
+int launchGather(const GatherArgs& a, void* stream) {
+  cudaKernel_t fn = load();
+  if (!fn) return static_cast<int>(cudaErrorInvalidDeviceFunction);
+  std::uint64_t most = 0;
+  for (std::uint32_t i = 0; i < a.count; ++i) most = std::max(most, a.item[i].n);
+  GatherArgs args = a;
+  args.split = static_cast<std::uint32_t>(std::clamp<std::uint64_t>((most + kBytesPerBlock - 1) / kBytesPerBlock, 1, 16));
+  void* params[] = {&args};
+  cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(a.count, args.split), dim3(256), params, 0,
+                                   static_cast<cudaStream_t>(stream));
+  if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice) {
+    // This GPU has no image of the kernel (and its PTX cannot be compiled here): never again.
+    kernel().broken.store(true, std::memory_order_relaxed);
+    CGDR_LOG(kInfo, kCuda, "copy kernel cannot run on this GPU (%s): small copies stay on the copy engine",
+             cudaGetErrorString(e));
+  }
+  return static_cast<int>(e);
+}
+
+#else
+
+bool batchable(std::size_t) { return false; }
+int launchGather(const GatherArgs&, void*) { return 1; }
+
+#endif
+
+}  // namespace cgdr::mem
