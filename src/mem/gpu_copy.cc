@@ -322,9 +322,10 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
   std::lock_guard issuing(order.issue);
   auto e = static_cast<cudaError_t>(launchGather(a, s.value()));
   if (e == cudaSuccess) e = cudaEventRecord(ev.value(), s.value());
-  if (e != cudaSuccess) {
-    giveEvent(ev.value());
-    return cudaFail("copy kernel", e);
+  if (e != cudaSuccess) {  // not logged as an error: the caller starts the copies one by one, which
+    giveEvent(ev.value());  // report a real CUDA failure themselves (launchGather logs an unusable kernel)
+    (void)cudaGetLastError();
+    return base::Status(base::Errc::kCuda, std::string("copy kernel: ") + cudaGetErrorString(e));
   }
   std::uint64_t seq = order.issued.fetch_add(1, std::memory_order_release) + 1;
   int* sharers = new int(count);

@@ -94,6 +94,13 @@ out=$(run "pods, receives posted first" -n 2 --gpus "$G" -- "$T/gpu_advert" --ki
       --sizes 1,4095,256K+1,1M+1)
 grep -q "adverts: [0-9]* receives advertised, [1-9][0-9]* claimed by their sender" <<<"$out" ||
   fail "pods: no advertised receive was claimed across the pods"
+# Windows of small messages across the pods (receives posted first, one way and both ways): pushes
+# and pulls moved together by the copy kernel, into and out of memory mapped from the other pod's
+# GPU, every byte checked at odd offsets, nothing written between the messages.
+out=$(run "pods, windows by the copy kernel" -n 2 --gpus "$G" -- "$T/gpu_window" --kinds DD,VV,DV \
+      --sizes 1,17,4095,64K+1,200K+3 --rounds 2)
+grep -q "by the copy kernel [1-9][0-9]* in [1-9][0-9]* launches" <<<"$out" ||
+  fail "pods: the copy kernel moved no message across the pods"
 # Both directions at once above CGDR_CUDA_PULL_LIMIT: each message copied by its sender, into an
 # advertised receive or after the envelope (else one GPU drives both directions); pulls are
 # counted into GPU buffers only (the program's GPU message into a host buffer is pulled). (On one
