@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Windows of small GPU messages with and without the copy kernel (CGDR_CUDA_BATCH), natively and
 # across two pods, alternated in rounds: bw and bibw D->D, MB/s per size, the median of the rounds
-# and each mode's ratio to its CGDR_CUDA_BATCH=off twin, plus NCCL's figures where given.
+# and each mode's ratio to its CGDR_CUDA_BATCH=off twin, and Container-Opt over Native either way.
 #   bench/window-ab.sh BUILD_DIR OUTDIR   (WAB_RANGE=1:65536 WAB_ROUNDS=3 WAB_WINDOW=16 WAB_TESTS="bw bibw")
 set -uo pipefail
 build=$1 out=$2
