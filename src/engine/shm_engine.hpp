@@ -114,6 +114,10 @@ class ShmEngine {
   // The same for a receiver's pull (the message's envelope matched while a step drains the rings):
   // held while the step reads on, so that the pulls of the envelopes it finds go together.
   bool holdPull(ShmRecv* r, const mem::GpuCopy::Many& m, int device);
+  // Whether holdPush / holdPull would hold a copy of n bytes now, by their own cheap conditions
+  // (asked before the caller's costlier one: whether this GPU's SMs reach the other side).
+  bool wouldHoldPush(std::size_t n, int device) const;
+  bool wouldHoldPull(std::size_t n) const;
   void dropHeld(const base::Op* op);  // a held copy's operation finished (failed) before it started
   void releaseHeld();
   // An advertised receive leaves its sender's reach (cancel: forget=false; failure or destruction:

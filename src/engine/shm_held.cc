@@ -13,9 +13,15 @@
 
 namespace cgdr::engine {
 
+bool ShmEngine::wouldHoldPush(std::size_t n, int device) const {
+  if (!mem::batchable(n)) return false;
+  return !held_.empty() || mem::streamBusy(device, mem::CopyDir::kPeer);  // else alone: start now
+}
+
+bool ShmEngine::wouldHoldPull(std::size_t n) const { return draining_ && mem::batchable(n); }
+
 bool ShmEngine::holdPush(ShmSend* s, const mem::GpuCopy::Many& m, int device) {
-  if (!mem::batchable(m.n)) return false;
-  if (held_.empty() && !mem::streamBusy(device, mem::CopyDir::kPeer)) return false;  // alone: start now
+  if (!wouldHoldPush(m.n, device)) return false;
   // A full window starts first (never the caller's copy: the caller sets its state up after this).
   if (held_.size() >= static_cast<std::size_t>(mem::kGatherMax)) releaseHeld();
   held_.push_back({s, nullptr, m, device});
@@ -23,7 +29,7 @@ bool ShmEngine::holdPush(ShmSend* s, const mem::GpuCopy::Many& m, int device) {
 }
 
 bool ShmEngine::holdPull(ShmRecv* r, const mem::GpuCopy::Many& m, int device) {
-  if (!draining_ || !mem::batchable(m.n)) return false;
+  if (!wouldHoldPull(m.n)) return false;
   if (held_.size() >= static_cast<std::size_t>(mem::kGatherMax)) releaseHeld();  // (as above)
   held_.push_back({nullptr, r, m, device});
   return true;

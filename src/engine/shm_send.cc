@@ -298,7 +298,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   ++e_.stats().pushed;
   e_.countChannel(used, n);
   if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
-  bool mayHold = paths->smReaches(t, used, place, data_.mem().device);
+  bool mayHold = e_.wouldHoldPush(n, data_.mem().device) && paths->smReaches(t, used, place, data_.mem().device);
   base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, mayHold);
   if (!st.isOk()) {
     abort(st);

@@ -1,7 +1,10 @@
 // Device code of the copy kernel (mem/gather.hpp), built into a fat binary that libcgdr embeds and
 // loads on first use (mem/gpu_batch.cc), so the library itself needs no CUDA language support.
 // Block (m, j) copies its share j of item m: 16-byte loads and stores where source and
-// destination are equally aligned modulo 16 (bytes before and after), else single bytes.
+// destination are equally aligned modulo 16 (bytes before and after), else single bytes. Four
+// 16-byte loads are in flight per thread before their stores: a load across NVLink takes about a
+// microsecond, and a message of megabytes spread over a few dozen blocks would otherwise move a
+// fraction of what the link carries.
 #include "mem/gather.hpp"
 
 using cgdr::mem::GatherArgs;
@@ -33,7 +36,15 @@ extern "C" __global__ void cgdr_gather(GatherArgs a) {
   const unsigned long long n16 = (it.n - head) / 16;
   const int4* s16 = reinterpret_cast<const int4*>(s + head);
   int4* d16 = reinterpret_cast<int4*>(d + head);
-  for (unsigned long long i = first; i < n16; i += step) d16[i] = s16[i];
+  unsigned long long i = first;
+  for (; i + 3 * step < n16; i += 4 * step) {
+    const int4 x0 = s16[i], x1 = s16[i + step], x2 = s16[i + 2 * step], x3 = s16[i + 3 * step];
+    d16[i] = x0;
+    d16[i + step] = x1;
+    d16[i + 2 * step] = x2;
+    d16[i + 3 * step] = x3;
+  }
+  for (; i < n16; i += step) d16[i] = s16[i];
   const unsigned long long done = head + n16 * 16;
   copyBytes(d + done, s + done, it.n - done, first, step);
 }

@@ -314,18 +314,30 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
   if (!ev.isOk()) return ev.status();
   GatherArgs a;
   a.count = static_cast<std::uint32_t>(count);
-  a.split = 1;
   for (int i = 0; i < count; ++i)
     a.item[i] = {reinterpret_cast<std::uint64_t>(items[i].src), reinterpret_cast<std::uint64_t>(items[i].dst),
                  items[i].n};
   Order& order = streams().order[device][static_cast<int>(CopyDir::kPeer)];
   std::lock_guard issuing(order.issue);
   auto e = static_cast<cudaError_t>(launchGather(a, s.value()));
-  if (e == cudaSuccess) e = cudaEventRecord(ev.value(), s.value());
   if (e != cudaSuccess) {  // not logged as an error: the caller starts the copies one by one, which
     giveEvent(ev.value());  // report a real CUDA failure themselves (launchGather logs an unusable kernel)
     (void)cudaGetLastError();
     return base::Status(base::Errc::kCuda, std::string("copy kernel: ") + cudaGetErrorString(e));
+  }
+  e = cudaEventRecord(ev.value(), s.value());
+  if (e != cudaSuccess) {  // the kernel runs: wait for it here rather than have the copies issued again
+    giveEvent(ev.value());
+    (void)cudaFail("cudaEventRecord", e);
+    e = cudaStreamSynchronize(s.value());
+    if (e != cudaSuccess) return cudaFail("copy kernel", e);
+    for (int i = 0; i < count; ++i) {
+      if (copies[i]->event_) (void)copies[i]->wait();
+      copies[i]->error_ = base::Status::ok();  // done: no event left to ask
+    }
+    gBatched.fetch_add(static_cast<unsigned long long>(count), std::memory_order_relaxed);
+    gKernels.fetch_add(1, std::memory_order_relaxed);
+    return base::Status::ok();
   }
   std::uint64_t seq = order.issued.fetch_add(1, std::memory_order_release) + 1;
   int* sharers = new int(count);

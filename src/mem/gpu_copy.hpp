@@ -105,12 +105,13 @@ class GpuCopy {
   bool done(PollPass* pass = nullptr);
   // Blocks until finished; reports a failed copy.
   base::Status wait();
-  // A window of small copies between GPU buffers moved by one copy-kernel launch on `device`'s
+  // A window of copies between GPU buffers moved by one copy-kernel launch on `device`'s
   // peer stream (mem/gather.hpp; `n` of each at most CGDR_CUDA_BATCH_LIMIT, mem::batchable):
   // copies[i] finishes when the launch does (one event shared by all). Every side must be
   // reachable by that GPU's SMs: its own memory, a peer GPU's with peer access, or another
   // process's memory mapped here for it. Nothing starts where the kernel cannot be loaded or
-  // launched (the caller then issues them one by one).
+  // launched (the caller then issues them one by one); where it launched but its event could not
+  // be recorded, the launch is waited for here (done, or its failure returned).
   struct Many {
     void* dst;
     const void* src;
