@@ -2,9 +2,9 @@
 // loads on first use (mem/gpu_batch.cc), so the library itself needs no CUDA language support.
 // Block (m, j) copies its share j of item m: 16-byte loads and stores where source and
 // destination are equally aligned modulo 16 (bytes before and after), else single bytes. Four
-// 16-byte loads are in flight per thread before their stores: a load across NVLink takes about a
-// microsecond, and a message of megabytes spread over a few dozen blocks would otherwise move a
-// fraction of what the link carries.
+// 16-byte loads are in flight per thread before their stores, so that loads across NVLink, slow to
+// come back, keep the link busy with fewer blocks (a copy kernel of this form moved 346-359 GB/s
+// over NVLink from 16 blocks up: bench/vis_probe.cu, docs/performance.md, fourth session).
 #include "mem/gather.hpp"
 
 using cgdr::mem::GatherArgs;
