@@ -13,9 +13,9 @@ setA=${WAB_A-} setB=${WAB_B-CGDR_CUDA_BATCH=off}
 echo "A: ${setA:-as built}; B: ${setB:-as built}"
 for t in ${WAB_TESTS:-bw bibw}; do
   for r in $(seq 1 "$rounds"); do
-    for m in nat nat-off pods pods-off; do
+    for m in nat nat-b pods pods-b; do
       x=(-x CGDR_STATS=1)
-      if [[ $m == *-off ]]; then for v in $setB; do x+=(-x "$v"); done; else for v in $setA; do x+=(-x "$v"); done; fi
+      if [[ $m == *-b ]]; then for v in $setB; do x+=(-x "$v"); done; else for v in $setA; do x+=(-x "$v"); done; fi
       bench=("$b" "$t" D D -m "$range" -i 200:40 -x 20:4 -W "${WAB_WINDOW:-16}")
       if [[ $m == nat* ]]; then
         timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 -x LD_PRELOAD="$lib" "${x[@]}" "${bench[@]}" > "$out/$t-$m.r$r.log" 2>&1
@@ -38,7 +38,7 @@ def rates(path):
     except OSError: pass
     return d
 for t in tests:
-    modes = ["nat", "nat-off", "pods", "pods-off"]
+    modes = ["nat", "nat-b", "pods", "pods-b"]
     runs = {m: [rates(f"{out}/{t}-{m}.r{r}.log") for r in range(1, rounds + 1)] for m in modes}
     sizes = sorted(set().union(*[set(d) for m in modes for d in runs[m]]))
     print(f"\n{t} (MB/s, median of {rounds} rounds; A: {nameA}, B: {nameB})\n| size | Native A | Native B | Container-Opt A | Container-Opt B | Nat A/B | Opt A/B | Opt/Nat (A) | Opt/Nat (B) |")
@@ -46,6 +46,6 @@ for t in tests:
     for s in sizes:
         med = {m: statistics.median([d[s] for d in runs[m] if s in d]) if any(s in d for d in runs[m]) else float("nan") for m in modes}
         r = lambda a, b: med[a] / med[b] if med[b] else float("nan")
-        print(f"| {s} | {med['nat']:.2f} | {med['nat-off']:.2f} | {med['pods']:.2f} | {med['pods-off']:.2f} | "
-              f"{r('nat','nat-off'):.2f} | {r('pods','pods-off'):.2f} | {r('pods','nat'):.2f} | {r('pods-off','nat-off'):.2f} |")
+        print(f"| {s} | {med['nat']:.2f} | {med['nat-b']:.2f} | {med['pods']:.2f} | {med['pods-b']:.2f} | "
+              f"{r('nat','nat-b'):.2f} | {r('pods','pods-b'):.2f} | {r('pods','nat'):.2f} | {r('pods-b','nat-b'):.2f} |")
 PY

@@ -4,7 +4,7 @@
 // destination are equally aligned modulo 16 (bytes before and after), else single bytes. Four
 // 16-byte loads are in flight per thread before their stores, so that loads across NVLink, slow to
 // come back, keep the link busy with fewer blocks (a copy kernel of this form moved 346-359 GB/s
-// over NVLink from 16 blocks up: bench/vis_probe.cu, docs/performance.md, fourth session).
+// over NVLink from 16 blocks of 512 threads up: bench/vis_probe.cu, docs/performance.md, fourth session).
 #include "mem/gather.hpp"
 
 using cgdr::mem::GatherArgs;

@@ -25,8 +25,8 @@ base::ChoiceSetting gBatch("CGDR_CUDA_BATCH", "auto", {"auto", "off"},
 base::Setting<base::Bytes> gBatchLimit("CGDR_CUDA_BATCH_LIMIT", "1M", "bytes",
                                        "The largest message CGDR_CUDA_BATCH moves with the copy kernel. Windows of 128 "
                                        "KiB-1 MiB messages moved 1.2-2.5x more on the kernel than on the copy engines "
-                                       "(two H100s); from 2 MiB the engines move as much or more (both ways at once "
-                                       "0.89-0.95x on the kernel at 2-16 MiB).");
+                                       "(two H100s); from 2 MiB the engines move as much or more (natively, both ways "
+                                       "at once, 0.89-0.95x on the kernel at 2-16 MiB).");
 
 // Bytes per block of a message (one pass of 256 threads, four 16-byte loads each); a window's
 // grid stays within kMostBlocks (two waves of resident 256-thread blocks on a 132-SM H100), its
