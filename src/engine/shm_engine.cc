@@ -107,8 +107,10 @@ void ShmEngine::stop() {
     mem::CopyCounts cc = mem::copyCounts();
     if (cc.graph + cc.plain + cc.batched)
       CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu, by the copy kernel %llu in "
-               "%llu launches; completion asked %llu, inferred from stream order %llu", cc.graph, cc.repeated,
-               cc.plain, cc.batched, cc.kernels, cc.asked, cc.inferred);
+               "%llu launches (%llu held pushes, %llu held pulls; largest %llu bytes); completion asked %llu, "
+               "inferred from stream order %llu", cc.graph, cc.repeated, cc.plain, cc.batched, cc.kernels,
+               static_cast<unsigned long long>(s.heldPushes), static_cast<unsigned long long>(s.heldPulls),
+               cc.batchedLargest, cc.asked, cc.inferred);
     if (e->gpu_) {
       auto lc = e->gpu_->linkCounts();
       if (lc.held + lc.released)

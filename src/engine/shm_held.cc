@@ -67,6 +67,7 @@ void ShmEngine::releaseHeld() {
                     mem::GpuCopy::startMany(items.data(), copies.data(), static_cast<int>(group.size()),
                                             all[i].device).isOk();
     for (const HeldCopy* h : group) {
+      if (together) ++(h->send ? stats_.heldPushes : stats_.heldPulls);
       if (h->send) h->send->releaseHeld(together);
       else h->recv->releaseHeld(together);
     }

@@ -20,14 +20,14 @@
 namespace cgdr::mem {
 namespace {
 std::atomic<unsigned long long> gGraphCopies{0}, gRepeatedCopies{0}, gPlainCopies{0}, gAsked{0}, gInferred{0},
-    gBatched{0}, gKernels{0};
+    gBatched{0}, gKernels{0}, gBatchedLargest{0};
 }  // namespace
 
 CopyCounts copyCounts() {
   return {gGraphCopies.load(std::memory_order_relaxed), gRepeatedCopies.load(std::memory_order_relaxed),
           gPlainCopies.load(std::memory_order_relaxed), gAsked.load(std::memory_order_relaxed),
           gInferred.load(std::memory_order_relaxed),    gBatched.load(std::memory_order_relaxed),
-          gKernels.load(std::memory_order_relaxed)};
+          gKernels.load(std::memory_order_relaxed),     gBatchedLargest.load(std::memory_order_relaxed)};
 }
 
 #if CGDR_HAVE_CUDA
@@ -304,6 +304,19 @@ bool streamBusy(int device, CopyDir dir) {
   return o.issued.load(std::memory_order_acquire) > o.doneUpTo.load(std::memory_order_acquire);
 }
 
+namespace {
+// A window the copy kernel took (CGDR_STATS).
+void countWindow(const GpuCopy::Many* items, int count) {
+  gBatched.fetch_add(static_cast<unsigned long long>(count), std::memory_order_relaxed);
+  gKernels.fetch_add(1, std::memory_order_relaxed);
+  unsigned long long most = 0;
+  for (int i = 0; i < count; ++i) most = std::max<unsigned long long>(most, items[i].n);
+  unsigned long long seen = gBatchedLargest.load(std::memory_order_relaxed);
+  while (most > seen && !gBatchedLargest.compare_exchange_weak(seen, most, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
 base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int count, int device) {
   if (count <= 0 || count > kGatherMax) return base::Status(base::Errc::kArgument, "copy window of bad size");
   device = normalize(device);
@@ -335,8 +348,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
       if (copies[i]->event_) (void)copies[i]->wait();
       copies[i]->error_ = base::Status::ok();  // done: no event left to ask
     }
-    gBatched.fetch_add(static_cast<unsigned long long>(count), std::memory_order_relaxed);
-    gKernels.fetch_add(1, std::memory_order_relaxed);
+    countWindow(items, count);
     return base::Status::ok();
   }
   std::uint64_t seq = order.issued.fetch_add(1, std::memory_order_release) + 1;
@@ -350,8 +362,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
     c.seq_ = seq;
     c.error_ = base::Status::ok();
   }
-  gBatched.fetch_add(static_cast<unsigned long long>(count), std::memory_order_relaxed);
-  gKernels.fetch_add(1, std::memory_order_relaxed);
+  countWindow(items, count);
   return base::Status::ok();
 }
 

@@ -135,9 +135,11 @@ class GpuCopy {
 // plainly, by this process so far (CGDR_STATS).
 // `asked`: completions asked of the driver (event or stream queries), `inferred`: answered from
 // a stream's order instead (PollPass, GpuCopy::done).
-// `batched`: copies moved by the copy kernel, in `kernels` launches (GpuCopy::startMany).
+// `batched`: copies moved by the copy kernel, in `kernels` launches (GpuCopy::startMany), the
+// largest of them `batchedLargest` bytes.
 struct CopyCounts {
-  unsigned long long graph = 0, repeated = 0, plain = 0, asked = 0, inferred = 0, batched = 0, kernels = 0;
+  unsigned long long graph = 0, repeated = 0, plain = 0, asked = 0, inferred = 0, batched = 0, kernels = 0,
+                     batchedLargest = 0;
 };
 CopyCounts copyCounts();
 

@@ -99,8 +99,14 @@ grep -q "adverts: [0-9]* receives advertised, [1-9][0-9]* claimed by their sende
 # GPU, every byte checked at odd offsets, nothing written between the messages.
 out=$(run "pods, windows by the copy kernel" -n 2 --gpus "$G" -- "$T/gpu_window" --kinds DD,VV,DV \
       --sizes 1,17,4095,64K+1,200K+3 --rounds 2)
-grep -q "by the copy kernel [1-9][0-9]* in [1-9][0-9]* launches" <<<"$out" ||
-  fail "pods: the copy kernel moved no message across the pods"
+grep -q "by the copy kernel [1-9][0-9]* in [1-9][0-9]* launches ([1-9][0-9]* held pushes" <<<"$out" ||
+  fail "pods: the copy kernel moved no held push across the pods"
+# The same with every message pulled by its receiver (CGDR_CUDA_PUSH=off): the pulls one progress
+# step finds are held and moved together, out of memory mapped from the other pod's GPU.
+out=$(run "pods, pulls by the copy kernel" -n 2 --gpus "$G" -x CGDR_CUDA_PUSH=off -- "$T/gpu_window" \
+      --kinds DD,VV --sizes 1,17,4095,64K+1,200K+3 --rounds 1)
+grep -q "by the copy kernel [1-9][0-9]* in [1-9][0-9]* launches (0 held pushes, [1-9][0-9]* held pulls" <<<"$out" ||
+  fail "pods: the copy kernel moved no held pull across the pods"
 # Both directions at once above CGDR_CUDA_PULL_LIMIT: each message copied by its sender, into an
 # advertised receive or after the envelope (else one GPU drives both directions); pulls are
 # counted into GPU buffers only (the program's GPU message into a host buffer is pulled). (On one
