@@ -19,7 +19,8 @@
 // (twenty-fifth session, `-only rail`): whether host memory over PCIe adds to NVLink for one message.
 // And (twenty-ninth session, `-only import`): whether the way the peer's memory is exported and
 // mapped changes the pull bandwidth where the peer's GPU is invisible (the one-visible-GPU limit);
-// and (`-only rail2`) what host copies on both GPUs do to NVLink traffic both ways.
+// and (`-only rail2`) what host copies on both GPUs do to NVLink traffic both ways. And
+// (thirty-eighth session, `-only wstreams`): windows of large copies over one stream or several.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -374,6 +375,34 @@ __global__ void gatherKernel(KBatch b) {
   } else {
     for (; i < m.n; i += step) m.dst[i] = m.src[i];
   }
+}
+
+// Windows of large copies spread over several streams (thirty-eighth session, `-only wstreams`):
+// whether a window of W messages of 512 KiB-8 MiB (a bandwidth test's) moves more when its copies
+// go round-robin over 2 or 4 streams (copy engines) instead of one. GB/s, median of `reps` windows.
+void wstreams(int reps, void* dstBase, const void* srcBase, const char* name, size_t cap) {
+  cudaStream_t st[4];
+  for (auto& x : st) check(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking), "stream");
+  for (size_t n : {size_t{512} << 10, size_t{1} << 20, size_t{2} << 20, size_t{4} << 20, size_t{8} << 20}) {
+    int w = static_cast<int>(std::min<size_t>(64, cap / n));
+    std::printf("  wstreams %-12s %5zu KiB x %2d |", name, n >> 10, w);
+    for (int ns : {1, 2, 4}) {
+      std::vector<double> t;
+      for (int it = 0; it < reps + 3; ++it) {
+        double t0 = MPI_Wtime();
+        for (int k = 0; k < w; ++k)
+          check(cudaMemcpyAsync(static_cast<char*>(dstBase) + k * n, static_cast<const char*>(srcBase) + k * n, n,
+                                cudaMemcpyDefault, st[k % ns]),
+                "copy");
+        for (int k = 0; k < ns; ++k) check(cudaStreamSynchronize(st[k]), "sync");
+        if (it >= 3) t.push_back(MPI_Wtime() - t0);
+      }
+      double us = median(t);
+      std::printf(" %d stream(s) %6.1f GB/s", ns, static_cast<double>(n) * w / us / 1e3);
+    }
+    std::printf("\n");
+  }
+  for (auto& x : st) cudaStreamDestroy(x);
 }
 
 void kbatch(cudaStream_t s, cudaEvent_t ev, int iters, void* dstBase, const void* srcBase, const char* name,
@@ -938,6 +967,14 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (only == "rail2") rail2(rank, mine, peer, cap);
+  if (rank == 0 && only == "wstreams") {
+    std::printf("# visibility: %s; windows of copies, one stream vs round-robin over several\n",
+                one ? "each rank sees only its GPU" : "both GPUs");
+    wstreams(iters, peer, mine, "push peer<-V", cap);
+    wstreams(iters, peer, mine2, "push peer<-D", cap);
+    wstreams(iters, mine, peer, "pull V<-peer", cap);
+    std::fflush(stdout);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return 0;
