@@ -61,7 +61,8 @@ class GpuPaths {
   void describe(int peerWorld, const void* p, std::size_t n, const mem::MemInfo& known, GpuOffer* o);
   // How to issue a copy between this rank's GPU `device` and the bytes `o` describes (or the
   // staging ring of its sender, on the same GPU): through the copy graph where they are on the
-  // same GPU or on one this process cannot see, else cudaMemcpyAsync (mem::Issue).
+  // same GPU or on one this process cannot see (there over the peer lanes), else cudaMemcpyAsync
+  // (mem::Issue).
   mem::Issue issueFor(const GpuOffer& o, int device) { return issueFor(placeOf(o, device)); }
   // Where the bytes `o` describes are, seen from this rank's GPU `device` (one UUID lookup, for
   // both the issue method and the same-GPU policy). kSameGpu: on this GPU, which the two processes
@@ -81,8 +82,8 @@ class GpuPaths {
     caps->otherGpuInvisible = p == Place::kInvisible;
   }
   static mem::Issue issueFor(Place p) {
-    return p == Place::kSameGpu || p == Place::kSameGpuMps || p == Place::kInvisible ? mem::Issue::kGraph
-                                                                                      : mem::Issue::kMemcpy;
+    if (p == Place::kInvisible) return mem::Issue::kGraphLanes;  // (its copies spread over the peer lanes)
+    return p == Place::kSameGpu || p == Place::kSameGpuMps ? mem::Issue::kGraph : mem::Issue::kMemcpy;
   }
   // Whether this rank drives the pair it forms with peerWorld where their buffers share a GPU
   // (sched::Table::sameGpuDriver): the lower world rank does.

@@ -103,8 +103,7 @@ struct GraphCopy {  // used with its stream's Order::issue held
 };
 
 // Per stream, what is known of its copies in order: `issued` counts the copies put on it (a
-// copy's place, taken with its event recorded under `issue`, so places follow stream order;
-// `issue` also guards the stream's copy graphs);
+// copy's place, taken with its event recorded under `issue`, so places follow stream order);
 // every copy up to `doneUpTo` has finished (raised where a copy's event or the whole stream was
 // seen done).
 struct Order {
@@ -112,11 +111,46 @@ struct Order {
   std::atomic<std::uint64_t> issued{0}, doneUpTo{0};
 };
 
+// A device's streams: one per CopyDir (slots 0-3), then kPeer's further lanes (Issue::kGraphLanes),
+// each with copy graphs of its own: a graph launched on one stream while an earlier launch of it
+// runs on another waits for that one (a window of copies between the same two buffers, as a
+// bandwidth test sends, moved 0.86x of one stream's rate at 2 MiB across two pods with the graphs
+// shared by the lanes, 1.17-1.26x with a set per lane).
+constexpr int kMaxLanes = 4;
+constexpr int kSlots = 4 + kMaxLanes - 1;
+base::Setting<long long> gLanes("CGDR_CUDA_PEER_LANES", "4", "streams",
+                                "Streams a GPU's copies to and from memory of a GPU this process cannot see (a container "
+                                "that sees only its own GPU) go to in turn, from CGDR_CUDA_PEER_LANES_MIN: there one "
+                                "stream moved windows of 1-8 MiB copies at 0.68-0.88x of four (between two GPUs the "
+                                "process sees, no difference). Across two pods on two H100s: bandwidth at 2-4 MiB "
+                                "1.20-1.22x, both ways at once at 2-32 MiB 1.05-1.37x (medians of three runs; "
+                                "docs/performance.md, thirty-eighth session). Each lane keeps its own copy graphs "
+                                "(CGDR_CUDA_COPY_GRAPHS). 1 to 4; 1: one stream.");
+
+base::Setting<base::Bytes> gLanesMin("CGDR_CUDA_PEER_LANES_MIN", "2M", "bytes",
+                                     "CGDR_CUDA_PEER_LANES spreads copies of at least this size; smaller ones stay on "
+                                     "one stream, where their windows go to the copy kernel (CGDR_CUDA_BATCH). Spread "
+                                     "as well, windows of 256 KiB-1 MiB across two pods moved 0.55-0.95x as much in one "
+                                     "run, more of their messages pulled by the receiver.");
+
+int lanes() {
+  static const int n = [] {
+    long long v = gLanes.get(), used = std::clamp<long long>(v, 1, kMaxLanes);
+    if (v != used) CGDR_LOG(kWarn, kCuda, "CGDR_CUDA_PEER_LANES=%lld is outside 1..%d: %lld used", v, kMaxLanes, used);
+    return static_cast<int>(used);
+  }();
+  return n;
+}
+
+// The slot of peer lane `lane` (0: kPeer's own).
+int laneSlot(int lane) { return lane == 0 ? static_cast<int>(CopyDir::kPeer) : 3 + lane; }
+
 struct Streams {
   std::mutex mutex;
-  cudaStream_t s[kMaxDevices][4] = {};
-  GraphCopy graphs[kMaxDevices][4];
-  Order order[kMaxDevices][4];
+  cudaStream_t s[kMaxDevices][kSlots] = {};
+  GraphCopy graphs[kMaxDevices][kSlots];
+  Order order[kMaxDevices][kSlots];
+  std::atomic<unsigned> nextLane[kMaxDevices] = {};
   std::vector<cudaEvent_t> events;
 };
 
@@ -145,11 +179,11 @@ int normalize(int device) {
   return cur;
 }
 
-// The stream for (device, direction); created on first use with the device current.
-base::Result<cudaStream_t> streamFor(int device, CopyDir dir) {
+// The stream of (device, slot); created on first use with the device current.
+base::Result<cudaStream_t> streamFor(int device, int slot) {
   Streams& st = streams();
   std::lock_guard lock(st.mutex);
-  cudaStream_t& s = st.s[device][static_cast<int>(dir)];
+  cudaStream_t& s = st.s[device][slot];
   if (!s) {
     cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (e != cudaSuccess) return cudaFail("cudaStreamCreateWithFlags", e);
@@ -205,11 +239,11 @@ CopyGraph* newGraph(GraphCopy& gc, void* dst, const void* src, std::size_t n, in
   return &gc.g.back();
 }
 
-// Puts the copy on `s` through one of the (device, dir) graphs; false where the graph cannot
-// take it (nothing was queued then; the caller issues a plain copy). The caller holds the
-// stream's Order::issue, which also guards its graphs.
-bool graphCopy(void* dst, const void* src, std::size_t n, int device, CopyDir dir, CopyIds ids, cudaStream_t s) {
-  GraphCopy& gc = streams().graphs[device][static_cast<int>(dir)];
+// Puts the copy on `s`, the stream of (device, slot), through one of its graphs; false where the
+// graph cannot take it (nothing was queued then; the caller issues a plain copy). The caller
+// holds the stream's Order::issue, which also guards its graphs.
+bool graphCopy(void* dst, const void* src, std::size_t n, int device, int slot, CopyIds ids, cudaStream_t s) {
+  GraphCopy& gc = streams().graphs[device][slot];
   if (gc.broken) return false;
   CopyGraph* g = nullptr;
   auto it = gc.at.find(CopyKey{dst, src, n});
@@ -298,10 +332,19 @@ void GpuCopy::release() {
   giveEvent(ev);
 }
 
+int peerLanes() { return lanes(); }
+std::size_t peerLanesMin() { return gLanesMin.get().value; }
+
 bool streamBusy(int device, CopyDir dir) {
   if (device < 0 || device >= kMaxDevices) return false;
-  const Order& o = streams().order[device][static_cast<int>(dir)];
-  return o.issued.load(std::memory_order_acquire) > o.doneUpTo.load(std::memory_order_acquire);
+  auto busy = [&](int slot) {
+    const Order& o = streams().order[device][slot];
+    return o.issued.load(std::memory_order_acquire) > o.doneUpTo.load(std::memory_order_acquire);
+  };
+  if (dir != CopyDir::kPeer) return busy(static_cast<int>(dir));
+  for (int lane = 0; lane < kMaxLanes; ++lane)
+    if (busy(laneSlot(lane))) return true;
+  return false;
 }
 
 namespace {
@@ -321,7 +364,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
   if (count <= 0 || count > kGatherMax) return base::Status(base::Errc::kArgument, "copy window of bad size");
   device = normalize(device);
   DeviceScope scope(device);
-  auto s = streamFor(device, CopyDir::kPeer);
+  auto s = streamFor(device, static_cast<int>(CopyDir::kPeer));
   if (!s.isOk()) return s.status();
   auto ev = takeEvent();
   if (!ev.isOk()) return ev.status();
@@ -358,7 +401,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
     if (c.event_) (void)c.wait();
     c.event_ = ev.value();
     c.sharers_ = sharers;
-    c.stream_ = device * 4 + static_cast<int>(CopyDir::kPeer);
+    c.stream_ = device * kSlots + static_cast<int>(CopyDir::kPeer);
     c.seq_ = seq;
     c.error_ = base::Status::ok();
   }
@@ -375,17 +418,22 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
   if (n == 0) return base::Status::ok();
   device = normalize(device);
   DeviceScope scope(device);
-  auto s = streamFor(device, dir);
+  int slot = static_cast<int>(dir);
+  static const std::size_t lanesMin = gLanesMin.get().value;
+  if (dir == CopyDir::kPeer && issue == Issue::kGraphLanes && lanes() > 1 && n >= lanesMin)
+    slot = laneSlot(static_cast<int>(streams().nextLane[device].fetch_add(1, std::memory_order_relaxed) %
+                                     static_cast<unsigned>(lanes())));
+  auto s = streamFor(device, slot);
   if (!s.isOk()) return s.status();
   auto ev = takeEvent();
   if (!ev.isOk()) return ev.status();
   int mode = gGraph.get().index;
   bool viaGraph = (dir == CopyDir::kPeer || dir == CopyDir::kStage) && mode != kGraphOff &&
-                  (issue == Issue::kGraph || mode == kGraphAlways);
-  Order& order = streams().order[device][static_cast<int>(dir)];
+                  (issue != Issue::kMemcpy || mode == kGraphAlways);
+  Order& order = streams().order[device][slot];
   std::lock_guard issuing(order.issue);
   cudaError_t e = cudaSuccess;
-  if (viaGraph && graphCopy(dst, src, n, device, dir, ids, s.value())) {
+  if (viaGraph && graphCopy(dst, src, n, device, slot, ids, s.value())) {
     gGraphCopies.fetch_add(1, std::memory_order_relaxed);
   } else {
     e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s.value());
@@ -401,7 +449,7 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
     return cudaFail("cudaEventRecord", e);
   }
   event_ = ev.value();
-  stream_ = device * 4 + static_cast<int>(dir);
+  stream_ = device * kSlots + slot;
   seq_ = order.issued.fetch_add(1, std::memory_order_release) + 1;
   return base::Status::ok();
 }
@@ -410,7 +458,7 @@ bool GpuCopy::done(PollPass* pass) {
   if (!event_) return true;
   Order* order = nullptr;
   if (stream_ >= 0) {
-    order = &streams().order[stream_ / 4][stream_ % 4];
+    order = &streams().order[stream_ / kSlots][stream_ % kSlots];
     if (seq_ <= order->doneUpTo.load(std::memory_order_acquire)) {  // a later copy was seen done
       gInferred.fetch_add(1, std::memory_order_relaxed);
       release();
@@ -436,7 +484,7 @@ bool GpuCopy::done(PollPass* pass) {
     // (Not on the first: where copies finish one by one, that query would mostly say "busy".)
     std::uint64_t issued = order->issued.load(std::memory_order_acquire);
     if (pass && issued > seq_ && pass->noteDone(stream_) == 2) {
-      cudaStream_t s = streams().s[stream_ / 4][stream_ % 4];
+      cudaStream_t s = streams().s[stream_ / kSlots][stream_ % kSlots];
       gAsked.fetch_add(1, std::memory_order_relaxed);
       if (cudaStreamQuery(s) == cudaSuccess) raise(order->doneUpTo, issued);
       else (void)cudaGetLastError();
@@ -493,6 +541,8 @@ void quiesceCopies() {}
 void GpuCopy::release() {}
 base::Status GpuCopy::wait() { return error_; }
 bool streamBusy(int, CopyDir) { return false; }
+int peerLanes() { return 1; }
+std::size_t peerLanesMin() { return 0; }
 base::Status GpuCopy::startMany(const Many*, GpuCopy* const*, int, int) {
   return base::Status(base::Errc::kUnsupported, "GPU copy in a build without CUDA");
 }

@@ -19,8 +19,12 @@ enum class CopyDir { kToHost, kToDevice, kPeer, kStage };
 // only its own GPU), against ~1.6 us between two GPUs it can see; one CUDA graph per stream
 // holding a single copy node, re-pointed per copy, costs ~1.9 us in every case (measured on
 // nvidia-h200-x2 by bench/vis_probe.cu). kGraph asks for the graph (used where the other side is
-// on this GPU or on an invisible one); CGDR_CUDA_GRAPH_COPY overrides.
-enum class Issue { kMemcpy, kGraph };
+// on this GPU or on an invisible one); CGDR_CUDA_GRAPH_COPY overrides. kGraphLanes: the graph,
+// and a kPeer copy of at least CGDR_CUDA_PEER_LANES_MIN bytes goes to the next of the device's
+// peer lanes in turn (CGDR_CUDA_PEER_LANES streams): where the other side is on a GPU this process cannot see, one stream's copies run
+// one copy engine at a time, and windows of 1-8 MiB copies moved 1.2-1.4x more over 4 streams
+// (on two visible GPUs, no more: bench/vis_probe.cu `-only wstreams`, thirty-eighth session).
+enum class Issue { kMemcpy, kGraph, kGraphLanes };
 
 // What the two sides of a copy are, as the caller knows them: an identity of the allocation
 // holding each side that changes when it is freed and allocated again (a buffer id, a shared
@@ -59,7 +63,7 @@ class PollPass {
   }
 
  private:
-  static constexpr int kMarks = 8;  // streams remembered per pass (4 per GPU in use)
+  static constexpr int kMarks = 16;  // streams remembered per pass (up to 7 per GPU in use)
   struct Mark {
     int stream;
     std::uint64_t pending;  // the earliest copy found unfinished (0: none)
@@ -119,6 +123,9 @@ class GpuCopy {
   };
   static base::Status startMany(const Many* items, GpuCopy* const* copies, int count, int device);
   bool pending() const { return event_ != nullptr; }
+  // Which of cgdr's streams the copy went to (-1: none started; distinct per device, direction and
+  // peer lane).
+  int stream() const { return stream_; }
   // The failure of a finished copy (ok while pending or after success).
   const base::Status& error() const { return error_; }
 
@@ -126,7 +133,7 @@ class GpuCopy {
   void release();           // gives the event back
   void* event_ = nullptr;  // cudaEvent_t
   int* sharers_ = nullptr;  // a startMany event: how many copies still hold it (under the streams' mutex)
-  int stream_ = -1;        // which of cgdr's streams (device * 4 + direction)
+  int stream_ = -1;        // which of cgdr's streams (device * kSlots + slot: a direction or a peer lane)
   std::uint64_t seq_ = 0;  // its place on that stream (1, 2, ...)
   base::Status error_;
 };
@@ -143,8 +150,13 @@ struct CopyCounts {
 };
 CopyCounts copyCounts();
 
+// The peer lanes Issue::kGraphLanes spreads copies over (CGDR_CUDA_PEER_LANES, 1-4), and the
+// smallest copy it spreads (CGDR_CUDA_PEER_LANES_MIN; smaller ones stay on the peer stream).
+int peerLanes();
+std::size_t peerLanesMin();
+
 // Whether a copy cgdr put on (device, dir) has not been seen finished yet (its own records, no
-// driver call: a copy that finished unseen still counts).
+// driver call: a copy that finished unseen still counts); kPeer: on any of its peer lanes.
 bool streamBusy(int device, CopyDir dir);
 
 // Waits until every copy cgdr has put on its streams so far has finished (before memory such

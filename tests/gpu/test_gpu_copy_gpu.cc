@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -226,3 +227,82 @@ void graphRounds(int count, bool fits, mem::CopyDir dir) {
 // (Each on a stream of its own: the graphs are kept per stream for the process's life.)
 TEST_F(GpuCopyOrder, GraphCopiesRepeatedWhereTheyFit) { graphRounds(100, true, mem::CopyDir::kStage); }
 TEST_F(GpuCopyOrder, GraphCopiesBeyondTheGraphsKeptStillLand) { graphRounds(300, false, mem::CopyDir::kPeer); }
+
+// Copies issued over the peer lanes (Issue::kGraphLanes, used where the other side is on a GPU the
+// process cannot see): consecutive copies of at least CGDR_CUDA_PEER_LANES_MIN bytes go to distinct
+// streams in turn, a long copy on one lane is never reported done because a later copy on another
+// lane was (stream order answers only within a stream), and whatever is reported done has landed,
+// byte for byte. Smaller ones, and kGraph copies, stay on the one peer stream.
+TEST_F(GpuCopyOrder, PeerLanesSpreadCopiesAndDoneMeansLanded) {
+  const int lanes = mem::peerLanes();
+  const std::size_t min = std::max<std::size_t>(mem::peerLanesMin(), 1);
+  std::printf("peer lanes: %d, from %zu bytes\n", lanes, min);
+  const std::size_t big = std::size_t{512} << 20;
+  constexpr int kCopies = 10;
+  std::vector<std::size_t> size{big}, offset{0};
+  std::size_t total = (big + 4095) / 4096 * 4096;
+  for (int k = 1; k <= kCopies; ++k) {  // odd sizes from the threshold up, at odd offsets
+    size.push_back(min + static_cast<std::size_t>(k - 1) * 4097 + (k & 1));
+    offset.push_back(total + static_cast<std::size_t>(k) * 3);
+    total = (offset.back() + size.back() + 4095) / 4096 * 4096;
+  }
+  char *src = nullptr, *dst = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, total), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, total), cudaSuccess);
+  std::vector<std::uint8_t> h(total, 0), back;
+  for (int k = 0; k <= kCopies; ++k)
+    for (std::size_t i = 0; i < size[k]; ++i) h[offset[k] + i] = pattern(70 + k, i);
+  ASSERT_EQ(cudaMemcpy(src, h.data(), total, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dst, 0, total), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto landed = [&](int k) {
+    back.resize(size[k]);
+    ASSERT_EQ(cudaMemcpy(back.data(), dst + offset[k], size[k], cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(std::memcmp(back.data(), h.data() + offset[k], size[k]), 0) << "copy " << k << " reported done before it landed";
+  };
+  const mem::CopyIds none{};
+  std::vector<mem::GpuCopy> c(kCopies + 1);
+  for (int k = 0; k <= kCopies; ++k)
+    ASSERT_TRUE(c[k].start(dst + offset[k], src + offset[k], size[k], 0, mem::CopyDir::kPeer, mem::Issue::kGraphLanes,
+                           none)
+                    .isOk());
+  // In turn: each run of `lanes` consecutive copies covers `lanes` distinct streams, and copy k
+  // shares its stream with copy k + lanes.
+  for (int k = 0; k + lanes <= kCopies; ++k) {
+    EXPECT_EQ(c[k].stream(), c[k + lanes].stream()) << "copy " << k;
+    for (int j = 1; j < lanes; ++j) EXPECT_NE(c[k].stream(), c[k + j].stream()) << "copies " << k << ", " << k + j;
+  }
+  // The long copy's lane mates stand behind it; the others' copies may finish first. Poll newest
+  // first until all are done: done means landed.
+  std::vector<bool> seen(c.size(), false);
+  int beforeLong = 0;  // copies on other lanes seen done while the long one ran
+  for (bool all = false; !all;) {
+    mem::PollPass pass;
+    all = true;
+    for (int k = kCopies; k >= 0; --k) {
+      if (seen[k]) continue;
+      if (!c[k].done(&pass)) {
+        all = false;
+        continue;
+      }
+      seen[k] = true;
+      ASSERT_TRUE(c[k].error().isOk()) << "copy " << k;
+      landed(k);
+      if (k > 0 && !seen[0]) ++beforeLong;
+    }
+  }
+  std::printf("copies on other lanes done while the long one ran: %d\n", beforeLong);
+  // Below the threshold (kGraphLanes) and kGraph copies of any size: the one peer stream.
+  std::vector<mem::GpuCopy> g(4);
+  for (int k = 0; k < 4; ++k) {
+    std::size_t n = k < 2 ? min - 1 - static_cast<std::size_t>(k) : size[k];
+    if (n == 0) n = 1;
+    ASSERT_TRUE(g[k].start(dst + offset[k + 1], src + offset[k + 1], n, 0, mem::CopyDir::kPeer,
+                           k < 2 ? mem::Issue::kGraphLanes : mem::Issue::kGraph, none)
+                    .isOk());
+  }
+  for (int k = 1; k < 4; ++k) EXPECT_EQ(g[k].stream(), g[0].stream()) << "copy " << k << " left the peer stream";
+  for (auto& x : g) ASSERT_TRUE(x.wait().isOk());
+  cudaFree(src);
+  cudaFree(dst);
+}
