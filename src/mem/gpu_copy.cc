@@ -130,8 +130,8 @@ base::Setting<long long> gLanes("CGDR_CUDA_PEER_LANES", "4", "streams",
 base::Setting<base::Bytes> gLanesMin("CGDR_CUDA_PEER_LANES_MIN", "2M", "bytes",
                                      "CGDR_CUDA_PEER_LANES spreads copies of at least this size; smaller ones stay on "
                                      "one stream, where their windows go to the copy kernel (CGDR_CUDA_BATCH). Spread "
-                                     "as well, windows of 256 KiB-1 MiB across two pods moved 0.55-0.95x as much in one "
-                                     "run, more of their messages pulled by the receiver.");
+                                     "as well, windows of 256 KiB-1 MiB across two pods moved 0.55-0.95x as much (one "
+                                     "run; docs/performance.md, thirty-eighth session).");
 
 int lanes() {
   static const int n = [] {
