@@ -1,5 +1,6 @@
 // Asynchronous copies between GPU and host memory on cgdr's own streams (one per device and
-// direction, non-blocking with respect to the legacy default stream), tracked by events.
+// direction, kPeer's lanes aside; non-blocking with respect to the legacy default stream),
+// tracked by events.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,8 +9,8 @@
 
 namespace cgdr::mem {
 
-// Each direction has its own stream per device, so copies of different kinds never queue behind
-// each other: kPeer is a receiver's device-to-device copy (a pull over NVLink or a local one),
+// Each direction has its own stream per device (kPeer several: its lanes, Issue::kGraphLanes), so
+// copies of different kinds never queue behind each other: kPeer is a receiver's device-to-device copy (a pull over NVLink or a local one),
 // kStage a sender's local copy into its staging ring (which must not wait behind the same GPU's
 // pulls when two ranks send to each other at once).
 enum class CopyDir { kToHost, kToDevice, kPeer, kStage };
@@ -21,9 +22,10 @@ enum class CopyDir { kToHost, kToDevice, kPeer, kStage };
 // nvidia-h200-x2 by bench/vis_probe.cu). kGraph asks for the graph (used where the other side is
 // on this GPU or on an invisible one); CGDR_CUDA_GRAPH_COPY overrides. kGraphLanes: the graph,
 // and a kPeer copy of at least CGDR_CUDA_PEER_LANES_MIN bytes goes to the next of the device's
-// peer lanes in turn (CGDR_CUDA_PEER_LANES streams): where the other side is on a GPU this process cannot see, one stream's copies run
-// one copy engine at a time, and windows of 1-8 MiB copies moved 1.2-1.4x more over 4 streams
-// (on two visible GPUs, no more: bench/vis_probe.cu `-only wstreams`, thirty-eighth session).
+// peer lanes in turn (CGDR_CUDA_PEER_LANES streams): where the other side is on a GPU this
+// process cannot see, windows of 1-8 MiB copies moved 1.14-1.47x more over 4 streams than over
+// one (between two visible GPUs, no more: bench/vis_probe.cu `-only wstreams`, thirty-eighth
+// session).
 enum class Issue { kMemcpy, kGraph, kGraphLanes };
 
 // What the two sides of a copy are, as the caller knows them: an identity of the allocation
