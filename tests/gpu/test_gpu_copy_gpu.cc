@@ -295,10 +295,10 @@ TEST_F(GpuCopyOrder, PeerLanesSpreadCopiesAndDoneMeansLanded) {
   // Below the threshold (kGraphLanes) and kGraph copies of any size: the one peer stream.
   std::vector<mem::GpuCopy> g(4);
   for (int k = 0; k < 4; ++k) {
-    std::size_t n = k < 2 ? min - 1 - static_cast<std::size_t>(k) : size[k];
-    if (n == 0) n = 1;
+    const bool below = k < 2 && min > 2;  // (a threshold of 1 or 2 bytes leaves no copy below it)
+    std::size_t n = below ? min - 1 - static_cast<std::size_t>(k) : size[k + 1];  // (within region k + 1)
     ASSERT_TRUE(g[k].start(dst + offset[k + 1], src + offset[k + 1], n, 0, mem::CopyDir::kPeer,
-                           k < 2 ? mem::Issue::kGraphLanes : mem::Issue::kGraph, none)
+                           below ? mem::Issue::kGraphLanes : mem::Issue::kGraph, none)
                     .isOk());
   }
   for (int k = 1; k < 4; ++k) EXPECT_EQ(g[k].stream(), g[0].stream()) << "copy " << k << " left the peer stream";
