@@ -10,8 +10,8 @@
 namespace cgdr::mem {
 
 // Each direction has its own stream per device (kPeer several: its lanes, Issue::kGraphLanes), so
-// copies of different kinds never queue behind each other: kPeer is a receiver's device-to-device copy (a pull over NVLink or a local one),
-// kStage a sender's local copy into its staging ring (which must not wait behind the same GPU's
+// copies of different kinds never queue behind each other: kPeer is a receiver's device-to-device
+// copy (a pull over NVLink or a local one), kStage a sender's local copy into its staging ring (which must not wait behind the same GPU's
 // pulls when two ranks send to each other at once).
 enum class CopyDir { kToHost, kToDevice, kPeer, kStage };
 
