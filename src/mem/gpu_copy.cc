@@ -142,6 +142,11 @@ int lanes() {
   return n;
 }
 
+std::size_t lanesMin() {
+  static const std::size_t n = gLanesMin.get().value;
+  return n;
+}
+
 // The slot of peer lane `lane` (0: kPeer's own).
 int laneSlot(int lane) { return lane == 0 ? static_cast<int>(CopyDir::kPeer) : 3 + lane; }
 
@@ -333,7 +338,7 @@ void GpuCopy::release() {
 }
 
 int peerLanes() { return lanes(); }
-std::size_t peerLanesMin() { return gLanesMin.get().value; }
+std::size_t peerLanesMin() { return lanesMin(); }
 
 bool streamBusy(int device, CopyDir dir) {
   if (device < 0 || device >= kMaxDevices) return false;
@@ -342,7 +347,7 @@ bool streamBusy(int device, CopyDir dir) {
     return o.issued.load(std::memory_order_acquire) > o.doneUpTo.load(std::memory_order_acquire);
   };
   if (dir != CopyDir::kPeer) return busy(static_cast<int>(dir));
-  for (int lane = 0; lane < kMaxLanes; ++lane)
+  for (int lane = 0; lane < lanes(); ++lane)
     if (busy(laneSlot(lane))) return true;
   return false;
 }
@@ -419,8 +424,7 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
   device = normalize(device);
   DeviceScope scope(device);
   int slot = static_cast<int>(dir);
-  static const std::size_t lanesMin = gLanesMin.get().value;
-  if (dir == CopyDir::kPeer && issue == Issue::kGraphLanes && lanes() > 1 && n >= lanesMin)
+  if (dir == CopyDir::kPeer && issue == Issue::kGraphLanes && lanes() > 1 && n >= lanesMin())
     slot = laneSlot(static_cast<int>(streams().nextLane[device].fetch_add(1, std::memory_order_relaxed) %
                                      static_cast<unsigned>(lanes())));
   auto s = streamFor(device, slot);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -237,6 +238,10 @@ TEST_F(GpuCopyOrder, PeerLanesSpreadCopiesAndDoneMeansLanded) {
   const int lanes = mem::peerLanes();
   const std::size_t min = std::max<std::size_t>(mem::peerLanesMin(), 1);
   std::printf("peer lanes: %d, from %zu bytes\n", lanes, min);
+  // (One lane would leave the spreading below unchecked: the default must spread.)
+  if (!std::getenv("CGDR_CUDA_PEER_LANES")) {
+    ASSERT_EQ(lanes, 4) << "CGDR_CUDA_PEER_LANES' default";
+  }
   const std::size_t big = std::size_t{512} << 20;
   constexpr int kCopies = 10;
   std::vector<std::size_t> size{big}, offset{0};
