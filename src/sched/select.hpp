@@ -106,11 +106,11 @@ class Table {
   // railShare is the host path's part of the two paths' bandwidth (B_host / (B_nvlink + B_host)),
   // railOffset the host path's extra start-up time a (its first block out, its last block in) in
   // NVLink bytes, a x B_nvlink: both paths then end together, (N - T) / B_nvlink = a + T / B_host.
-  // Messages in flight together (bandwidth-bound traffic) hide that start: no offset there, but a
-  // smallest message (railMin), under which each message's extra host copies cost more than the
-  // bytes they take off NVLink. railShare 0: off. By [Query::bothWays][caps.otherGpuInvisible].
+  // Messages in flight together (bandwidth-bound traffic) hide most of that start: a smaller
+  // offset there, and a smallest message (railMin), under which each message's extra host copies
+  // cost more than the bytes they take off NVLink. railShare 0: off. By [Query::bothWays][caps.otherGpuInvisible].
   double railShare[2][2] = {};
-  std::size_t railOffset[2] = {0, 0};  // by Pattern: bandwidth-bound traffic hides the start
+  std::size_t railOffset[2] = {0, 0};  // by Pattern: bandwidth-bound traffic hides most of the start
   std::size_t railMin[2] = {0, 0};     // by Pattern: messages under it cross NVLink alone
   std::size_t railMinBoth = 0;         // with traffic both ways, at least this too
 

@@ -123,12 +123,12 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
               // which the engine asks only then).
               ASSERT_EQ(sched::leaveToReceiver(t, q), q.sameGpu && !q.senderDrives && p != 0)
                   << "peer " << p << " caps " << capBits;
-              // The host rail: 7 % of what exceeds 16 MiB for latency-bound traffic, of the whole
-              // message from 8 MiB on for bandwidth-bound (10 % where the other GPU is not visible),
+              // The host rail: 7 % of what exceeds 16 MiB for latency-bound traffic, of what exceeds
+              // 2 MiB from 8 MiB on for bandwidth-bound (10 % where the other GPU is not visible),
               // in whole 64 KiB blocks, from device memory into a GPU buffer on another GPU
               // (contiguous, between two processes).
               std::size_t over = pat == Pattern::kLatency ? (n > (16u << 20) ? n - (16u << 20) : 0)
-                                                          : (n >= (8u << 20) ? n : 0);
+                                                          : (n >= (8u << 20) ? n - (2u << 20) : 0);
               std::size_t rail = src == mem::MemKind::kDevice && dst == Dst::kGpu && p != 0 && !q.sameGpu &&
                                          q.caps.otherGpu && q.caps.contiguous && over
                                      ? (q.caps.otherGpuInvisible ? over / 10 : over * 7 / 100) / 65536 * 65536
@@ -209,37 +209,37 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   q.bytes = 256u << 20;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "a forced channel carries the whole message";
   t = tableWith({});
-  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 7 / 100 / 65536 * 65536)
-      << "defaults, bandwidth-bound: 0.07 of the whole message";
+  EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 7 / 100 / 65536 * 65536)
+      << "defaults, bandwidth-bound: 0.07 beyond 2 MiB";
   q.pattern = Pattern::kLatency;
   EXPECT_EQ(sched::hostRail(t, q), (240u << 20) * 7 / 100 / 65536 * 65536)
       << "defaults, latency-bound: 0.07 beyond 16 MiB";
   q.bytes = 16u << 20;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "defaults, latency-bound: 16 MiB crosses NVLink alone";
   q.pattern = Pattern::kBandwidth;
-  EXPECT_EQ(sched::hostRail(t, q), (16u << 20) * 7 / 100 / 65536 * 65536) << "bandwidth-bound 16 MiB: a tail";
+  EXPECT_EQ(sched::hostRail(t, q), (14u << 20) * 7 / 100 / 65536 * 65536) << "bandwidth-bound 16 MiB: a tail";
   q.bytes = 8u << 20;
-  EXPECT_EQ(sched::hostRail(t, q), (8u << 20) * 7 / 100 / 65536 * 65536) << "bandwidth-bound from 8 MiB on";
+  EXPECT_EQ(sched::hostRail(t, q), (6u << 20) * 7 / 100 / 65536 * 65536) << "bandwidth-bound from 8 MiB on";
   q.bytes = (8u << 20) - 1;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "bandwidth-bound under 8 MiB: NVLink alone";
   q.bytes = 256u << 20;
   q.caps.otherGpuInvisible = true;
-  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) / 10 / 65536 * 65536) << "the other GPU not visible: 0.1";
+  EXPECT_EQ(sched::hostRail(t, q), (254u << 20) / 10 / 65536 * 65536) << "the other GPU not visible: 0.1";
   t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}});
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "off where the other GPU is not visible";
   q.caps.otherGpuInvisible = false;
-  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
+  EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
   t = tableWith({});
   q.bothWays = true;
-  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 9 / 100 / 65536 * 65536) << "traffic both ways: 0.09";
+  EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 9 / 100 / 65536 * 65536) << "traffic both ways: 0.09";
   q.caps.otherGpuInvisible = true;
-  EXPECT_EQ(sched::hostRail(t, q), (256u << 20) * 9 / 100 / 65536 * 65536) << "both ways, GPU not visible: 0.09";
+  EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 9 / 100 / 65536 * 65536) << "both ways, GPU not visible: 0.09";
   q.bytes = (64u << 20) - 1;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "both ways under 64 MiB: NVLink alone";
   q.bytes = 64u << 20;
-  EXPECT_EQ(sched::hostRail(t, q), (64u << 20) * 9 / 100 / 65536 * 65536) << "both ways from 64 MiB on";
+  EXPECT_EQ(sched::hostRail(t, q), (62u << 20) * 9 / 100 / 65536 * 65536) << "both ways from 64 MiB on";
   q.bothWays = false;
-  EXPECT_EQ(sched::hostRail(t, q), (64u << 20) / 10 / 65536 * 65536) << "the same one way: 0.1";
+  EXPECT_EQ(sched::hostRail(t, q), (62u << 20) / 10 / 65536 * 65536) << "the same one way: 0.1";
   q.bytes = 256u << 20;
   q.caps.otherGpuInvisible = false;
   q.bothWays = true;
@@ -249,7 +249,7 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
                                        {"CGDR_CUDA_HOST_RAIL_MIN_BOTH_WAYS", "8M"},
                                        {"CGDR_CUDA_HOST_RAIL_SHARE", "0"}}),
                             q),
-            64u << 20)
+            (254u << 20) / 4)
       << "both ways on where one way is off: its own share";
 }
 
@@ -612,7 +612,7 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   // copies on one GPU
   EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
   EXPECT_NE(d.find("one way: 0.070 (that GPU not visible here: 0.100), both ways: 0.090 (0.090) of the bytes "
-                   "beyond 16777216 of messages from 0 bytes on (bandwidth-bound traffic: beyond 0, from 8388608 "
+                   "beyond 16777216 of messages from 0 bytes on (bandwidth-bound traffic: beyond 2097152, from 8388608 "
                    "on; both ways: from 67108864 on) through host memory"),
             std::string::npos) << d;
   EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"},
