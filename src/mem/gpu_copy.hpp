@@ -11,8 +11,8 @@ namespace cgdr::mem {
 
 // Each direction has its own stream per device (kPeer several: its lanes, Issue::kGraphLanes), so
 // copies of different kinds never queue behind each other: kPeer is a receiver's device-to-device
-// copy (a pull over NVLink or a local one), kStage a sender's local copy into its staging ring (which must not wait behind the same GPU's
-// pulls when two ranks send to each other at once).
+// copy (a pull over NVLink or a local one), kStage a sender's local copy into its staging ring
+// (which must not wait behind the same GPU's pulls when two ranks send to each other at once).
 enum class CopyDir { kToHost, kToDevice, kPeer, kStage };
 
 // How a device-to-device copy is put on its stream. cudaMemcpyAsync costs ~3.4 us to issue for a

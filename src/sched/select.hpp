@@ -108,7 +108,8 @@ class Table {
   // NVLink bytes, a x B_nvlink: both paths then end together, (N - T) / B_nvlink = a + T / B_host.
   // Messages in flight together (bandwidth-bound traffic) hide most of that start: a smaller
   // offset there, and a smallest message (railMin), under which each message's extra host copies
-  // cost more than the bytes they take off NVLink. railShare 0: off. By [Query::bothWays][caps.otherGpuInvisible].
+  // cost more than the bytes they take off NVLink. railShare 0: off.
+  // By [Query::bothWays][caps.otherGpuInvisible].
   double railShare[2][2] = {};
   std::size_t railOffset[2] = {0, 0};  // by Pattern: bandwidth-bound traffic hides most of the start
   std::size_t railMin[2] = {0, 0};     // by Pattern: messages under it cross NVLink alone

@@ -88,8 +88,9 @@ Setting<Bytes> gRailOffsetBw("CGDR_CUDA_HOST_RAIL_OFFSET_BW", "2M", "bytes",
                              "As CGDR_CUDA_HOST_RAIL_OFFSET, for bandwidth-bound traffic (from "
                              "CGDR_CUDA_HOST_RAIL_MIN_BW on): messages in flight together hide most of the host "
                              "path's start behind each other, not all of it. On nvidia-h100-x2 across pods that see "
-                             "one GPU each, 2M against 0 made 8 MiB windows 1.05-1.15x faster and steadier, "
-                             "16-256 MiB and natively the same (docs/performance.md, thirty-ninth session).");
+                             "one GPU each, 2M against 0 made 8 MiB windows 1.05-1.15x faster and steadier, 16 MiB "
+                             "0.99-1.04x, 32-256 MiB and natively 0.99-1.01x (docs/performance.md, thirty-ninth "
+                             "session).");
 Setting<Bytes> gRailMin("CGDR_CUDA_HOST_RAIL_MIN", "0", "bytes",
                         "See CGDR_CUDA_HOST_RAIL_SHARE: messages under this size cross NVLink alone, whatever "
                         "CGDR_CUDA_HOST_RAIL_OFFSET leaves beyond it (latency-bound traffic).");
