@@ -21,6 +21,8 @@
 // mapped changes the pull bandwidth where the peer's GPU is invisible (the one-visible-GPU limit);
 // and (`-only rail2`) what host copies on both GPUs do to NVLink traffic both ways. And
 // (thirty-eighth session, `-only wstreams`): windows of large copies over one stream or several.
+// And (fortieth session, `-only bell`): an 8-byte copy queued before its message behind a wait on
+// mapped host memory, started by one store.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -615,6 +618,145 @@ void rail2(int rank, void* mine, void* peer, size_t cap) {
 // the same GPU's memory where that GPU is invisible to the importer (twenty-seventh session): is it
 // the allocation's granularity, the mapping's alignment, or the fd import itself (a stream-ordered
 // pool shared by fd takes another import path in the driver)?
+// Work queued before the message exists, started by a store (fortieth session, `-only bell`):
+// whether an 8-byte message's copy ends sooner when the stream already holds it behind a wait on
+// a word of mapped host memory (cuStreamWaitValue32), so that the CPU's part on the critical path
+// is one store instead of the copy's issue (2.5-4 us here). The copy queued behind the wait is a
+// graph with its addresses fixed (a bound: the message's addresses must be known when queued) or
+// a kernel that reads (source, destination, length) from mapped host memory when it runs, written
+// by the CPU just before the store. Its end is seen by an event query or by a word of mapped host
+// memory the stream writes after the copy. Median us from the store (or, for the copy issued at
+// once, from the issue) to seen done; `arm`: the CPU time to queue the wait, copy and signal.
+struct BellDesc {
+  unsigned long long src, dst, n;
+};
+__global__ void bellKernel(const volatile BellDesc* d) {
+  __shared__ BellDesc m;
+  if (threadIdx.x == 0) {
+    m.src = d->src;
+    m.dst = d->dst;
+    m.n = d->n;
+  }
+  __syncthreads();
+  const unsigned char* s = reinterpret_cast<const unsigned char*>(m.src);
+  unsigned char* t = reinterpret_cast<unsigned char*>(m.dst);
+  for (unsigned long long i = threadIdx.x; i < m.n; i += blockDim.x) t[i] = s[i];
+}
+
+void spinUs(double us) {
+  double t = MPI_Wtime() + us * 1e-6;
+  while (MPI_Wtime() < t) {
+  }
+}
+
+void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy> copies) {
+  volatile std::uint32_t* words = nullptr;  // [0] the bell, [16] the done word
+  volatile BellDesc* desc = nullptr;
+  check(cudaHostAlloc(const_cast<std::uint32_t**>(&words), 4096, cudaHostAllocMapped | cudaHostAllocPortable), "bell");
+  check(cudaHostAlloc(const_cast<BellDesc**>(&desc), 4096, cudaHostAllocMapped | cudaHostAllocPortable), "desc");
+  void *wd = nullptr, *dd = nullptr;
+  check(cudaHostGetDevicePointer(&wd, const_cast<std::uint32_t*>(words), 0), "bell device pointer");
+  check(cudaHostGetDevicePointer(&dd, const_cast<BellDesc*>(desc), 0), "desc device pointer");
+  CUdeviceptr bellDev = reinterpret_cast<CUdeviceptr>(wd), doneDev = bellDev + 64;
+  volatile std::uint32_t* done = words + 16;
+  words[0] = 0;
+  *done = 0;
+  const size_t n = 8;
+  std::printf("# bell: 8-byte copy, median us to seen done (arm us) | issued at once: graph+event, memcpy+event | "
+              "queued behind a wait, rung after 0 / 30 us: graph+event, kernel+event, kernel+word, wait alone+event\n");
+  std::uint32_t k = 0;
+  for (const Copy& c : copies) {
+    cudaGraph_t g;
+    cudaGraphExec_t e = nullptr;
+    cudaGraphNode_t node;
+    check(cudaGraphCreate(&g, 0), "graph");
+    check(cudaGraphAddMemcpyNode1D(&node, g, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
+    check(cudaGraphInstantiate(&e, g, 0), "instantiate");
+    std::printf("  %-14s", c.name);
+    for (int variant = 0; variant < 10; ++variant) {
+      if (variant == 2) std::printf(" |");
+      std::vector<double> total, arm;
+      bool ok = true;
+      for (int it = 0; it < iters + 20 && ok; ++it) {
+        if (variant < 2) {
+          double t0 = MPI_Wtime();
+          if (variant == 0) check(cudaGraphLaunch(e, s), "graph launch");
+          else check(cudaMemcpyAsync(c.dst, c.src, n, cudaMemcpyDefault, s), "copy");
+          check(cudaEventRecord(ev, s), "record");
+          cudaError_t q;
+          while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+          }
+          check(q, "query");
+          if (it >= 20) total.push_back(MPI_Wtime() - t0);
+          continue;
+        }
+        int kind = (variant - 2) % 4;  // graph, kernel+event, kernel+word, wait alone
+        double delay = variant < 6 ? 0 : 30;
+        ++k;
+        double ta = MPI_Wtime();
+        if (cuStreamWaitValue32(s, bellDev, k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+          ok = false;
+          break;
+        }
+        if (kind == 0) check(cudaGraphLaunch(e, s), "graph launch");
+        if (kind == 1 || kind == 2) {
+          bellKernel<<<1, 64, 0, s>>>(static_cast<const volatile BellDesc*>(dd));
+          check(cudaGetLastError(), "bell kernel");
+        }
+        if (kind == 2) checkDrv(cuStreamWriteValue32(s, doneDev, k, 0), "write value");
+        else check(cudaEventRecord(ev, s), "record");
+        double tb = MPI_Wtime();
+        spinUs(delay);
+        desc->src = reinterpret_cast<unsigned long long>(c.src);
+        desc->dst = reinterpret_cast<unsigned long long>(c.dst);
+        desc->n = n;
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        double t0 = MPI_Wtime();
+        words[0] = k;
+        if (kind == 2) {
+          while (*done != k) {
+          }
+        } else {
+          cudaError_t q;
+          while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+          }
+          check(q, "query");
+        }
+        if (it >= 20) {
+          total.push_back(MPI_Wtime() - t0);
+          arm.push_back(tb - ta);
+        }
+      }
+      if (!ok) std::printf("   n/a (wait refused)");
+      else if (variant < 2) std::printf(" %6.2f", median(total));
+      else std::printf(" %6.2f (%.2f)", median(total), median(arm));
+    }
+    std::printf("\n");
+    cudaGraphExecDestroy(e);
+    cudaGraphDestroy(g);
+  }
+  // The kernel's copy checked: 8 bytes of a pattern through the bell.
+  std::uint64_t want = 0x0123456789abcdefull, got = 0;
+  void* tmp = nullptr;
+  check(cudaMalloc(&tmp, 64), "tmp");
+  check(cudaMemcpy(tmp, &want, 8, cudaMemcpyHostToDevice), "fill");
+  const Copy& c = *copies.begin();
+  ++k;
+  checkDrv(cuStreamWaitValue32(s, bellDev, k, CU_STREAM_WAIT_VALUE_GEQ), "wait");
+  bellKernel<<<1, 64, 0, s>>>(static_cast<const volatile BellDesc*>(dd));
+  desc->src = reinterpret_cast<unsigned long long>(tmp);
+  desc->dst = reinterpret_cast<unsigned long long>(c.dst);
+  desc->n = 8;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  words[0] = k;
+  check(cudaStreamSynchronize(s), "bell check");
+  check(cudaMemcpy(&got, c.dst, 8, cudaMemcpyDefault), "read back");
+  std::printf("  bell kernel copy check: %s\n", got == want ? "ok" : "WRONG");
+  cudaFree(tmp);
+  cudaFreeHost(const_cast<std::uint32_t*>(words));
+  cudaFreeHost(const_cast<BellDesc*>(desc));
+}
+
 int fdOf(int rank, int fd) {  // the peer's fd `fd` (both ranks in one PID namespace under mpirun)
   int mine[2] = {static_cast<int>(getpid()), fd}, all[4];
   MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
@@ -964,6 +1106,11 @@ int main(int argc, char** argv) {
     kbatch(s, ev, iters, mine, peer, "pull V<-peer", one);
     kbatch(s, ev, iters, mine2, peer, "pull D<-peer", one);
     kbatch(s, ev, iters, peer, mine2, "push peer<-D", one);
+    std::fflush(stdout);
+  }
+  if (rank == 0 && only == "bell") {
+    std::printf("# visibility: %s\n", one ? "each rank sees only its GPU" : "both GPUs");
+    bell(s, ev, iters, {{"pull V<-peer", mine, peer}, {"push peer<-V", peer, mine}, {"push peer<-D", peer, mine2}});
     std::fflush(stdout);
   }
   if (only == "rail2") rail2(rank, mine, peer, cap);
