@@ -673,6 +673,7 @@ void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy>
     check(cudaGraphAddMemcpyNode1D(&node, g, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
     check(cudaGraphInstantiate(&e, g, 0), "instantiate");
     std::printf("  %-14s", c.name);
+    std::fflush(stdout);
     for (int variant = 0; variant < 10; ++variant) {
       if (variant == 2) std::printf(" |");
       std::vector<double> total, arm;
@@ -694,7 +695,11 @@ void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy>
         double delay = variant < 6 ? 0 : 30;
         ++k;
         double ta = MPI_Wtime();
-        if (cuStreamWaitValue32(s, bellDev, k, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+        CUresult wr = cuStreamWaitValue32(s, bellDev, k, CU_STREAM_WAIT_VALUE_GEQ);
+        if (wr != CUDA_SUCCESS) {
+          const char* es = "?";
+          cuGetErrorString(wr, &es);
+          std::printf(" (wait refused: %s)", es);
           ok = false;
           break;
         }
@@ -713,23 +718,36 @@ void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy>
         std::atomic_thread_fence(std::memory_order_seq_cst);
         double t0 = MPI_Wtime();
         words[0] = k;
+        bool seen = false;
         if (kind == 2) {
-          while (*done != k) {
+          while (!(seen = *done == k) && MPI_Wtime() - t0 < 1) {
           }
         } else {
           cudaError_t q;
-          while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+          while ((q = cudaEventQuery(ev)) == cudaErrorNotReady && MPI_Wtime() - t0 < 1) {
           }
-          check(q, "query");
+          seen = q == cudaSuccess;
+          if (q != cudaSuccess && q != cudaErrorNotReady) check(q, "query");
+        }
+        if (!seen) {  // not done within a second: report it, open the wait for good and go on
+          std::printf(" stuck(variant %d, it %d, done word %u)", variant, it, static_cast<unsigned>(*done));
+          std::fflush(stdout);
+          words[0] = 0x7fffffffu;
+          check(cudaStreamSynchronize(s), "drain");
+          words[0] = 0;
+          k = 0;
+          ok = false;
+          break;
         }
         if (it >= 20) {
           total.push_back(MPI_Wtime() - t0);
           arm.push_back(tb - ta);
         }
       }
-      if (!ok) std::printf("   n/a (wait refused)");
+      if (!ok) std::printf("   n/a");
       else if (variant < 2) std::printf(" %6.2f", median(total));
       else std::printf(" %6.2f (%.2f)", median(total), median(arm));
+      std::fflush(stdout);
     }
     std::printf("\n");
     cudaGraphExecDestroy(e);
