@@ -662,6 +662,11 @@ void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy>
   words[0] = 0;
   *done = 0;
   const size_t n = 8;
+  // Loaded now: a kernel's first launch loads its module (lazy loading), which waits for the
+  // streams, so a first launch behind a closed wait would never return.
+  desc->n = 0;
+  bellKernel<<<1, 64, 0, s>>>(static_cast<const volatile BellDesc*>(dd));
+  check(cudaStreamSynchronize(s), "bell kernel load");
   std::printf("# bell: 8-byte copy, median us to seen done (arm us) | issued at once: graph+event, memcpy+event | "
               "queued behind a wait, rung after 0 / 30 us: graph+event, kernel+event, kernel+word, wait alone+event\n");
   std::uint32_t k = 0;
