@@ -153,7 +153,10 @@ constexpr std::size_t kRailGrain = 64 << 10;
 // rank's CPU serve two host pipelines (its own tails and the peer's), and a share past what they
 // carry makes every message wait for its tail (bibw on nvidia-h200-x2 fell from ~800 to 590-670
 // GB/s at a share of 0.12-0.14 where 0.08-0.1 gained 3-10 %, and where the fall began moved from
-// one machine instance to the next). One way the shares are measured and fixed. Pure: the factor
+// one machine instance to the next). One way the shares are measured and fixed. Both ways the
+// shares are 0 by default: in windows of 64 messages the NVLink parts queue behind each other, so
+// pushNs grows with the queue and late tails pass as on time (the factor stayed at 1 on two H100s
+// while the rail made such windows 21-32 % slower). Pure: the factor
 // after one railed message whose NVLink part took pushNs (from the receiver's CTS to the sender's
 // PUSHED) and whose tail landed lateNs after that PUSHED (< 0: the tail landed first). Kept within
 // [kRailFactorMin, 1].

@@ -69,16 +69,18 @@ Setting<double> gRailShareInvisible("CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0.1"
                                     "GPU (a container that sees only its own): NVLink copies run slower there, so "
                                     "host memory takes a larger share (best of 0.06-0.14 across pods on "
                                     "nvidia-h100-x2). 0: off.");
-Setting<double> gRailShareBoth("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0.09", "fraction",
+Setting<double> gRailShareBoth("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0", "fraction",
                                "As CGDR_CUDA_HOST_RAIL_SHARE, where the pair has GPU traffic the other way too: each "
                                "GPU's PCIe link then carries its own outgoing tail and its peer's incoming one, and "
                                "each CPU two host pipelines. The most: the receiver lowers it per peer where tails "
-                               "landed late, and raises it back where they came first (on nvidia-h200-x2 0.08-0.1 "
-                               "gained 3-10 % of bibw from 64 MiB, 0.12 lost up to 17 % without that governor; "
-                               "docs/performance.md, twenty-ninth session). 0: off.");
-Setting<double> gRailShareBothInvisible("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.09", "fraction",
+                               "landed late, and raises it back where they came first. 0 (off) by default: on "
+                               "nvidia-h100-x2 0.09 made bibw windows of 64 messages of 64-256 MiB (OSU's window) "
+                               "21-32 % slower, natively and across pods, and gained at most 1-3 % in windows of 16 "
+                               "(docs/performance.md, fortieth session; 3-10 % on nvidia-h200-x2 before the peer "
+                               "lanes, twenty-ninth session).");
+Setting<double> gRailShareBothInvisible("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0", "fraction",
                                         "As CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS, where the receiving process cannot "
-                                        "see the other GPU. 0: off.");
+                                        "see the other GPU. 0: off (the default, as there).");
 Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "16M", "bytes",
                            "See CGDR_CUDA_HOST_RAIL_SHARE: the host path's longer start (its first block's copy out "
                            "and last block's copy in), in bytes NVLink moves meanwhile; messages up to this size "

@@ -134,6 +134,10 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
                                      ? (q.caps.otherGpuInvisible ? over / 10 : over * 7 / 100) / 65536 * 65536
                                      : 0;
               ASSERT_EQ(sched::hostRail(t, q), rail) << "peer " << p << " caps " << capBits << " bytes " << n;
+              // With GPU traffic the other way too: no rail by default.
+              q.bothWays = true;
+              ASSERT_EQ(sched::hostRail(t, q), 0u) << "both ways: peer " << p << " caps " << capBits << " bytes " << n;
+              q.bothWays = false;
               ++checked;
             }
   EXPECT_EQ(checked, 3 * 3 * 4 * 2 * 1024 * 22);
@@ -191,7 +195,14 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   }
   q.dst = Dst::kGpu;
   q.bothWays = true;
-  EXPECT_EQ(sched::hostRail(t, q), 0u) << "traffic both ways under CGDR_CUDA_HOST_RAIL_MIN_BOTH_WAYS";
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "traffic both ways: off by default";
+  EXPECT_EQ(sched::hostRail(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.25"},
+                                       {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0.25"},
+                                       {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "1M"},
+                                       {"CGDR_CUDA_HOST_RAIL_MIN_BW", "0"}}),
+                            q),
+            0u)
+      << "traffic both ways under CGDR_CUDA_HOST_RAIL_MIN_BOTH_WAYS";
   q.bothWays = false;
   q.caps.contiguous = false;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "non-contiguous data is not pushed";
@@ -231,9 +242,17 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 7 / 100 / 65536 * 65536) << "and on where it is";
   t = tableWith({});
   q.bothWays = true;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "traffic both ways: off by default";
+  q.caps.otherGpuInvisible = true;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "both ways, GPU not visible: off by default";
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.09"}});
+  EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 9 / 100 / 65536 * 65536) << "both ways, GPU not visible: 0.09";
+  q.caps.otherGpuInvisible = false;
+  EXPECT_EQ(sched::hostRail(t, q), 0u) << "that share only where the GPU is not visible";
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0.09"},
+                 {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.09"}});
   EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 9 / 100 / 65536 * 65536) << "traffic both ways: 0.09";
   q.caps.otherGpuInvisible = true;
-  EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 9 / 100 / 65536 * 65536) << "both ways, GPU not visible: 0.09";
   q.bytes = (64u << 20) - 1;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "both ways under 64 MiB: NVLink alone";
   q.bytes = 64u << 20;
@@ -275,7 +294,8 @@ TEST_F(Sched, HostRailSmallestMessageByPattern) {
 // The traffic the other way is looked for (a walk of the messages in flight) only where the rail
 // would be taken one way or the other, and then decides.
 TEST_F(Sched, HostRailAsksAboutTheOtherWayOnlyWhereTheSizeTakesIt) {
-  sched::Table t = tableWith({});
+  const std::pair<std::string, std::string> both{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0.09"};
+  sched::Table t = tableWith({both});
   Query q{PeerClass::kContainer, mem::MemKind::kDevice, Dst::kGpu, 16u << 20, Pattern::kLatency, Caps{}};
   q.caps.otherGpu = true;
   int asked = 0;
@@ -299,12 +319,12 @@ TEST_F(Sched, HostRailAsksAboutTheOtherWayOnlyWhereTheSizeTakesIt) {
   q.caps.otherGpu = false;
   EXPECT_EQ(sched::hostRail(t, q, bothWays), 0u);
   EXPECT_EQ(asked, 4) << "not asked on one GPU";
-  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}});
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}, both});
   q.caps.otherGpu = true;
   EXPECT_EQ(sched::hostRail(t, q, oneWay), 0u) << "one way off";
   EXPECT_EQ(sched::hostRail(t, q, bothWays), sched::hostRail(t, b)) << "both ways still on";
   EXPECT_EQ(asked, 6) << "asked: the answer decides";
-  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.09"}});
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.09"}, both});
   EXPECT_EQ(sched::hostRail(t, q), sched::hostRail(t, b)) << "the same share one way and both ways";
   EXPECT_EQ(sched::hostRail(t, q, bothWays), sched::hostRail(t, b));
   EXPECT_EQ(asked, 7) << "asked even where the tails agree: the answer picks the governor";
@@ -611,7 +631,7 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   // rule lists, the same-GPU lists of the two process classes, then their pull limits, then who
   // copies on one GPU
   EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
-  EXPECT_NE(d.find("one way: 0.070 (that GPU not visible here: 0.100), both ways: 0.090 (0.090) of the bytes "
+  EXPECT_NE(d.find("one way: 0.070 (that GPU not visible here: 0.100), both ways: 0.000 (0.000) of the bytes "
                    "beyond 16777216 of messages from 0 bytes on (bandwidth-bound traffic: beyond 2097152, from 8388608 "
                    "on; both ways: from 67108864 on) through host memory"),
             std::string::npos) << d;
@@ -622,11 +642,18 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
                 .describe()
                 .find("no host rail"),
             std::string::npos);
-  EXPECT_EQ(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}})
+  EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}})
                 .describe()
                 .find("no host rail"),
             std::string::npos)
-      << "both ways still on";
+      << "both ways off by default";
+  EXPECT_EQ(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"},
+                       {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"},
+                       {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.09"}})
+                .describe()
+                .find("no host rail"),
+            std::string::npos)
+      << "both ways on";
   EXPECT_NE(d.find("cuda-ipc"), std::string::npos);
   EXPECT_NE(d.find("cuda-vmm-stage"), std::string::npos);
 }
