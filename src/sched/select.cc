@@ -130,15 +130,17 @@ std::string Table::describe() const {
       out += line;
     }
   if (railShare[0][0] > 0 || railShare[0][1] > 0 || railShare[1][0] > 0 || railShare[1][1] > 0) {
+    char both[128] = "both ways: off";
+    if (railShare[1][0] > 0 || railShare[1][1] > 0)
+      std::snprintf(both, sizeof both, "both ways: %.3f (%.3f) from %zu bytes on, less where earlier tails landed late",
+                    railShare[1][0], railShare[1][1], railMinBoth);
     std::snprintf(line, sizeof line,
-                  "GPU to another GPU, single copy, one way: %.3f (that GPU not visible here: %.3f), both ways: "
-                  "%.3f (%.3f) of the bytes beyond %zu of messages from %zu bytes on (bandwidth-bound traffic: "
-                  "beyond %zu, from %zu on; both ways: from %zu on) through host memory beside it, less where "
-                  "earlier tails landed late\n",
-                  railShare[0][0], railShare[0][1], railShare[1][0], railShare[1][1],
-                  railOffset[static_cast<int>(Pattern::kLatency)],
+                  "GPU to another GPU, single copy, one way: %.3f (that GPU not visible here: %.3f) of the bytes "
+                  "beyond %zu of messages from %zu bytes on (bandwidth-bound traffic: beyond %zu, from %zu on) "
+                  "through host memory beside it; %s\n",
+                  railShare[0][0], railShare[0][1], railOffset[static_cast<int>(Pattern::kLatency)],
                   railMin[static_cast<int>(Pattern::kLatency)], railOffset[static_cast<int>(Pattern::kBandwidth)],
-                  railMin[static_cast<int>(Pattern::kBandwidth)], railMinBoth);
+                  railMin[static_cast<int>(Pattern::kBandwidth)], both);
     out += line;
   } else {
     out += "GPU to another GPU, single copy: no host rail\n";

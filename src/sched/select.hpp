@@ -155,8 +155,8 @@ constexpr std::size_t kRailGrain = 64 << 10;
 // GB/s at a share of 0.12-0.14 where 0.08-0.1 gained 3-10 %, and where the fall began moved from
 // one machine instance to the next). One way the shares are measured and fixed. Both ways the
 // shares are 0 by default: in windows of 64 messages the NVLink parts queue behind each other, so
-// pushNs grows with the queue and late tails pass as on time (the factor stayed at 1 on two H100s
-// while the rail made such windows 21-32 % slower). Pure: the factor
+// pushNs grows with the queue and late tails pass as on time (on two H100s the factor swung
+// between 1/16 and 1 while the rail made such windows 21-32 % slower). Pure: the factor
 // after one railed message whose NVLink part took pushNs (from the receiver's CTS to the sender's
 // PUSHED) and whose tail landed lateNs after that PUSHED (< 0: the tail landed first). Kept within
 // [kRailFactorMin, 1].

@@ -631,10 +631,14 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   // rule lists, the same-GPU lists of the two process classes, then their pull limits, then who
   // copies on one GPU
   EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
-  EXPECT_NE(d.find("one way: 0.070 (that GPU not visible here: 0.100), both ways: 0.000 (0.000) of the bytes "
-                   "beyond 16777216 of messages from 0 bytes on (bandwidth-bound traffic: beyond 2097152, from 8388608 "
-                   "on; both ways: from 67108864 on) through host memory"),
+  EXPECT_NE(d.find("one way: 0.070 (that GPU not visible here: 0.100) of the bytes beyond 16777216 of messages "
+                   "from 0 bytes on (bandwidth-bound traffic: beyond 2097152, from 8388608 on) through host memory "
+                   "beside it; both ways: off\n"),
             std::string::npos) << d;
+  std::string both = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0.09"}}).describe();
+  EXPECT_NE(both.find("through host memory beside it; both ways: 0.090 (0.000) from 67108864 bytes on, less where "
+                      "earlier tails landed late\n"),
+            std::string::npos) << both;
   EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"},
                        {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"},
                        {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0"},
