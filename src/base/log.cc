@@ -74,6 +74,7 @@ void logConfigureFromSettings() {
 }
 
 void logSetRank(int rank) { gRank.store(rank); }
+int logRank() { return gRank.load(); }
 
 void logWrite(LogLevel l, Subsys s, const char* fmt, ...) {
   static char host[64] = {};

@@ -39,6 +39,8 @@ void logWrite(LogLevel l, Subsys s, const char* fmt, ...) __attribute__((format(
 void logConfigureFromSettings();
 // Sets the rank printed in the prefix (-1 before MPI_Init).
 void logSetRank(int rank);
+// The world rank logSetRank gave (-1 before it).
+int logRank();
 // Parses a comma-separated subsystem list ("all", "p2p,shm"); returns false on unknown names.
 bool parseSubsystems(const std::string& text, std::uint32_t* mask);
 

@@ -20,6 +20,7 @@
 #include "engine/shm_engine.hpp"
 #include "topo/detect.hpp"
 #include "mem/pinned_pool.hpp"
+#include "sched/select.hpp"
 
 namespace cgdr::interpose {
 
@@ -64,6 +65,7 @@ void setUp() {
   if (!eng.isOk()) CGDR_LOG(kWarn, kInit, "no engine for co-located ranks (%s): all traffic through the real MPI",
                             eng.message().c_str());
   engine::comms::init();
+  (void)sched::table();  // built now, not at the first message: CGDR_SCHED_INFO prints it at start-up
   runInitHooks();
   gReady.store(true, std::memory_order_release);
   CGDR_LOG(kInfo, kInit, "cgdr ready (GPU %s)", base::cuda::usable() ? "on" : "off");

@@ -204,7 +204,14 @@ Table Table::fromSettings() {
 const Table& table() {
   static const Table t = [] {
     Table tt = Table::fromSettings();
-    if (gInfo.get()) base::logWrite(base::LogLevel::kWarn, base::Subsys::kSched, "%s", tt.describe().c_str());
+    if (gInfo.get() && base::logRank() <= 0) {  // rank 0; a line per log record (the table outgrows one)
+      std::string d = tt.describe();
+      for (std::size_t at = 0, end; at < d.size(); at = end + 1) {
+        end = d.find('\n', at);
+        if (end == std::string::npos) end = d.size();
+        base::logWrite(base::LogLevel::kWarn, base::Subsys::kSched, "%.*s", static_cast<int>(end - at), d.data() + at);
+      }
+    }
     return tt;
   }();
   return t;
