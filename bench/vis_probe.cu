@@ -613,11 +613,6 @@ void rail2(int rank, void* mine, void* peer, size_t cap) {
   cudaStreamDestroy(h2d);
 }
 
-// Another process's GPU memory, exported one way and imported here (twenty-ninth session, `-only
-// import`). A cuMem allocation imported from a POSIX fd runs ~7 % below a legacy IPC mapping of
-// the same GPU's memory where that GPU is invisible to the importer (twenty-seventh session): is it
-// the allocation's granularity, the mapping's alignment, or the fd import itself (a stream-ordered
-// pool shared by fd takes another import path in the driver)?
 // Work queued before the message exists, started by a store (fortieth session, `-only bell`):
 // whether an 8-byte message's copy ends sooner when the stream already holds it behind a wait on
 // a word of mapped host memory (cuStreamWaitValue32), so that the CPU's part on the critical path
@@ -688,12 +683,7 @@ void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy>
           double t0 = MPI_Wtime();
           if (variant == 0) check(cudaGraphLaunch(e, s), "graph launch");
           else check(cudaMemcpyAsync(c.dst, c.src, n, cudaMemcpyDefault, s), "copy");
-          check(cudaEventRecord(ev, s), "record");
-          cudaError_t q;
-          while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
-          }
-          check(q, "query");
-          if (it >= 20) total.push_back(MPI_Wtime() - t0);
+          timeToDone(s, ev, t0, it >= 20, arm, total);  // (arm: the issue time, not printed here)
           continue;
         }
         int kind = (variant - 2) % 4;  // graph, kernel+event, kernel+word, wait alone
@@ -780,6 +770,11 @@ void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy>
   cudaFreeHost(const_cast<BellDesc*>(desc));
 }
 
+// Another process's GPU memory, exported one way and imported here (twenty-ninth session, `-only
+// import`). A cuMem allocation imported from a POSIX fd runs ~7 % below a legacy IPC mapping of
+// the same GPU's memory where that GPU is invisible to the importer (twenty-seventh session): is it
+// the allocation's granularity, the mapping's alignment, or the fd import itself (a stream-ordered
+// pool shared by fd takes another import path in the driver)?
 int fdOf(int rank, int fd) {  // the peer's fd `fd` (both ranks in one PID namespace under mpirun)
   int mine[2] = {static_cast<int>(getpid()), fd}, all[4];
   MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
