@@ -22,7 +22,10 @@
 // and (`-only rail2`) what host copies on both GPUs do to NVLink traffic both ways. And
 // (thirty-eighth session, `-only wstreams`): windows of large copies over one stream or several.
 // And (fortieth session, `-only bell`): an 8-byte copy queued before its message behind a wait on
-// mapped host memory, started by one store.
+// mapped host memory, started by one store. And (forty-second session, `-only align`): whether
+// the first event query of an 8-byte copy, held back until the copy should have ended, sees the
+// end sooner than queries from the issue on; and (`-only evnode`) whether an event record node
+// inside the copy's graph is seen done sooner than cudaEventRecord after the launch.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -770,6 +773,113 @@ void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy>
   cudaFreeHost(const_cast<BellDesc*>(desc));
 }
 
+// When to ask whether an 8-byte copy ended (forty-second session, `-only align`): an event query
+// costs ~1.3 us here, so polling from the issue on sees the end up to one query late. Here the
+// first query waits until D us after the issue (spinning on the clock), then queries follow back
+// to back, D = 0 (at once, what cgdr does) ... 7 us, the variants interleaved per iteration.
+// Median us from the issue to seen done, how often the first query already said done, and the
+// median time of the query that said done.
+void align(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy> copies) {
+  const double delays[] = {0, 2, 3, 3.5, 4, 4.5, 5, 5.5, 6, 7};
+  const int nd = sizeof delays / sizeof delays[0];
+  const size_t n = 8;
+  std::printf("# align: 8-byte graph copy, first event query D us after the issue; per D: median us issue to seen"
+              " done / %% first query done / median us of the query that said done\n");
+  for (const Copy& c : copies) {
+    cudaGraph_t g;
+    cudaGraphExec_t e = nullptr;
+    cudaGraphNode_t node;
+    check(cudaGraphCreate(&g, 0), "graph");
+    check(cudaGraphAddMemcpyNode1D(&node, g, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
+    check(cudaGraphInstantiate(&e, g, 0), "instantiate");
+    std::vector<std::vector<double>> total(nd), last(nd);
+    std::vector<int> first(nd, 0);
+    for (int it = 0; it < iters + 20; ++it) {
+      for (int d = 0; d < nd; ++d) {
+        double t0 = MPI_Wtime();
+        check(cudaGraphLaunch(e, s), "graph launch");
+        check(cudaEventRecord(ev, s), "record");
+        double until = t0 + delays[d] * 1e-6;
+        while (MPI_Wtime() < until) {
+        }
+        int queries = 0;
+        double tq;
+        cudaError_t q;
+        do {
+          tq = MPI_Wtime();
+          q = cudaEventQuery(ev);
+          ++queries;
+        } while (q == cudaErrorNotReady);
+        check(q, "query");
+        double t2 = MPI_Wtime();
+        if (it >= 20) {
+          total[d].push_back(t2 - t0);
+          last[d].push_back(t2 - tq);
+          first[d] += queries == 1;
+        }
+      }
+    }
+    std::printf("  %-14s", c.name);
+    for (int d = 0; d < nd; ++d)
+      std::printf(" | D=%.1f %.2f %3.0f%% %.2f", delays[d], median(total[d]), 100.0 * first[d] / iters, median(last[d]));
+    std::printf("\n");
+    cudaGraphExecDestroy(e);
+    cudaGraphDestroy(g);
+  }
+}
+
+// Whether the event recorded inside the copy's graph (one launch: copy node, then event record
+// node) is seen done sooner than a graph launch followed by cudaEventRecord (what cgdr does):
+// `-only evnode`, interleaved per iteration. Median us issue to seen done, and of the issue.
+void evnode(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy> copies) {
+  const size_t n = 8;
+  cudaEvent_t ev2;
+  check(cudaEventCreateWithFlags(&ev2, cudaEventDisableTiming), "event");
+  std::printf("# evnode: 8-byte copy, median us issue to seen done (issue): graph + cudaEventRecord | graph(copy, "
+              "event record node)\n");
+  for (const Copy& c : copies) {
+    cudaGraph_t g1, g2;
+    cudaGraphExec_t e1 = nullptr, e2 = nullptr;
+    cudaGraphNode_t n1, n2, rec;
+    check(cudaGraphCreate(&g1, 0), "graph");
+    check(cudaGraphAddMemcpyNode1D(&n1, g1, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
+    check(cudaGraphInstantiate(&e1, g1, 0), "instantiate");
+    check(cudaGraphCreate(&g2, 0), "graph");
+    check(cudaGraphAddMemcpyNode1D(&n2, g2, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
+    check(cudaGraphAddEventRecordNode(&rec, g2, &n2, 1, ev2), "event record node");
+    check(cudaGraphInstantiate(&e2, g2, 0), "instantiate");
+    std::vector<double> total[2], issue[2];
+    for (int it = 0; it < iters + 20; ++it) {
+      for (int v = 0; v < 2; ++v) {
+        double t0 = MPI_Wtime();
+        if (v == 0) {
+          check(cudaGraphLaunch(e1, s), "graph launch");
+          check(cudaEventRecord(ev, s), "record");
+        } else {
+          check(cudaGraphLaunch(e2, s), "graph launch");
+        }
+        double t1 = MPI_Wtime();
+        cudaError_t q;
+        while ((q = cudaEventQuery(v == 0 ? ev : ev2)) == cudaErrorNotReady) {
+        }
+        check(q, "query");
+        double t2 = MPI_Wtime();
+        if (it >= 20) {
+          total[v].push_back(t2 - t0);
+          issue[v].push_back(t1 - t0);
+        }
+      }
+    }
+    std::printf("  %-14s %.2f (%.2f) | %.2f (%.2f)\n", c.name, median(total[0]), median(issue[0]), median(total[1]),
+                median(issue[1]));
+    cudaGraphExecDestroy(e1);
+    cudaGraphExecDestroy(e2);
+    cudaGraphDestroy(g1);
+    cudaGraphDestroy(g2);
+  }
+  cudaEventDestroy(ev2);
+}
+
 // Another process's GPU memory, exported one way and imported here (twenty-ninth session, `-only
 // import`). A cuMem allocation imported from a POSIX fd runs ~7 % below a legacy IPC mapping of
 // the same GPU's memory where that GPU is invisible to the importer (twenty-seventh session): is it
@@ -1129,6 +1239,16 @@ int main(int argc, char** argv) {
   if (rank == 0 && only == "bell") {
     std::printf("# visibility: %s\n", one ? "each rank sees only its GPU" : "both GPUs");
     bell(s, ev, iters, {{"pull V<-peer", mine, peer}, {"push peer<-V", peer, mine}, {"push peer<-D", peer, mine2}});
+    std::fflush(stdout);
+  }
+  if (rank == 0 && only == "align") {
+    std::printf("# visibility: %s\n", one ? "each rank sees only its GPU" : "both GPUs");
+    align(s, ev, iters, {{"push peer<-V", peer, mine}, {"push peer<-D", peer, mine2}, {"pull V<-peer", mine, peer}});
+    std::fflush(stdout);
+  }
+  if (rank == 0 && only == "evnode") {
+    std::printf("# visibility: %s\n", one ? "each rank sees only its GPU" : "both GPUs");
+    evnode(s, ev, iters, {{"push peer<-V", peer, mine}, {"push peer<-D", peer, mine2}, {"pull V<-peer", mine, peer}});
     std::fflush(stdout);
   }
   if (only == "rail2") rail2(rank, mine, peer, cap);
