@@ -4,7 +4,7 @@
 # reported. One comparison run's single values move by ±0.5-1 us on the GPU machine, which is
 # more than the margins the targets ask for; the medians of alternated rounds are steadier.
 #   bench/small-latency.sh BUILD_DIR OUTDIR   (SMALL_ROUNDS, SMALL_RANGE, SMALL_ITERS)
-# SMALL_ALT="VAR=VALUE": one more Container-Opt run per round with that setting (an A/B).
+# SMALL_ALT="VAR=VALUE": one more Container-Opt and one more Native run per round with that setting (an A/B).
 # SMALL_CPUS="2,3 2,17": the CPU pairs the two ranks run on (default 2,3), each its own table; the
 # floor runs on the pair's first CPU. SMALL_BARE=1: also the bare two-process exchange without cgdr
 # (cgdr-ipc-probe's "push pp" at 8 bytes: one peer copy and a zero-byte MPI message a hop).
@@ -30,6 +30,8 @@ for ((r = 1; r <= rounds; ++r)); do
     if [ -n "${SMALL_ALT:-}" ]; then
       timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" -x "$SMALL_ALT" -- "$b" latency D D -m "$range" -i $iters \
         2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt-$tag.$r"
+      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" -x "$SMALL_ALT" "$b" latency D D \
+        -m "$range" -i $iters 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/natalt-$tag.$r"
     fi
     if [ "${SMALL_BARE:-0}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ]; then
       # the "push pp" column of the 8-byte row (bytes, push, pull, push pp, ...)
@@ -41,7 +43,7 @@ done
 python3 - "$out" "$rounds" "${SMALL_ALT:-}" "$cpus" <<'PY'
 import os, statistics, sys
 out, rounds, alt, cpus = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split()
-kinds = ("floor", "floormean", "native", "opt", "alt", "bare")
+kinds = ("floor", "floormean", "native", "opt", "alt", "natalt", "bare")
 for c in cpus:
     tag = c.replace(",", "_")
     vals = {}
@@ -58,15 +60,29 @@ for c in cpus:
     print(f"D->D latency, us, ranks on CPUs {c}: median of {rounds} alternated rounds"
           " (floor: bare cudaMemcpyPeerAsync, the median of its copies; floor mean: their mean, the"
           " statistic cgdr-bench reports)\n")
-    extra = f" Opt ({alt}) | Opt ({alt})/floor |" if alt else ""
+    extra = f" Opt ({alt}) | Opt ({alt})/floor | Opt/Opt ({alt}) | Native ({alt}) | Nat/Nat ({alt}) |" if alt else ""
     print("| size | floor | floor mean | Native | Container-Opt | Nat/floor | Opt/floor | Opt/floor mean | Opt/Nat |"
           + extra)
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if alt else ""))
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|---:|---:|" if alt else ""))
     for s in sizes:
-        f, fm, n, o, a = (med(k, s) for k in ("floor", "floormean", "native", "opt", "alt"))
+        f, fm, n, o, a, na = (med(k, s) for k in ("floor", "floormean", "native", "opt", "alt", "natalt"))
         row = (f"| {s} | {f:.2f} | {fm:.2f} | {n:.2f} | {o:.2f} | {n / f:.2f} | {o / f:.2f} | {o / fm:.2f} |"
                f" {o / n:.2f} |")
-        print(row + (f" {a:.2f} | {a / f:.2f} |" if alt else ""))
+        print(row + (f" {a:.2f} | {a / f:.2f} | {o / a:.2f} | {na:.2f} | {n / na:.2f} |" if alt else ""))
+    if alt:
+        # The rounds paired: a round's runs are minutes apart at most, the rounds drift by ~1 us.
+        def paired(a, b, s):
+            x, y = vals.get((a, s), []), vals.get((b, s), [])
+            d = [p - q for p, q in zip(x, y)]
+            return (statistics.median(d), sum(v < 0 for v in d), len(d)) if d else (float("nan"), 0, 0)
+        print(f"\nThe same rounds paired, as built minus with {alt}: median difference, us, and the rounds in"
+              " which as built was faster\n")
+        print("| size | Container-Opt | faster in | Native | faster in |")
+        print("|---:|---:|---:|---:|---:|")
+        for s in sizes:
+            do, fo, no = paired("opt", "alt", s)
+            dn, fn, nn = paired("native", "natalt", s)
+            print(f"| {s} | {do:+.2f} | {fo}/{no} | {dn:+.2f} | {fn}/{nn} |")
     if ("bare", 8) in vals:
         b = vals[("bare", 8)]
         print(f"\nbare two-process exchange without cgdr, 8 B (cgdr-ipc-probe push pp, median of per-round medians):"
