@@ -88,6 +88,18 @@ struct Copy {
   const void* src;
 };
 
+// A graph of the n-byte copy c, then, where `record` is given, an event record node after it;
+// instantiated. *g: the graph (the caller destroys both).
+cudaGraphExec_t copyGraph(const Copy& c, size_t n, cudaGraph_t* g, cudaEvent_t record = nullptr) {
+  cudaGraphNode_t node, rec;
+  cudaGraphExec_t e = nullptr;
+  check(cudaGraphCreate(g, 0), "graph");
+  check(cudaGraphAddMemcpyNode1D(&node, *g, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
+  if (record) check(cudaGraphAddEventRecordNode(&rec, *g, &node, 1, record), "event record node");
+  check(cudaGraphInstantiate(&e, *g, 0), "instantiate");
+  return e;
+}
+
 // How the end of an 8-byte copy is best seen: an event polled with cudaEventQuery (what cgdr did),
 // a stream synchronize, or a word of mapped host memory that the stream writes after the copy
 // (cuStreamWriteValue32) and the CPU polls with plain loads; the copy issued with cudaMemcpyAsync
@@ -670,11 +682,7 @@ void bell(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy>
   std::uint32_t k = 0;
   for (const Copy& c : copies) {
     cudaGraph_t g;
-    cudaGraphExec_t e = nullptr;
-    cudaGraphNode_t node;
-    check(cudaGraphCreate(&g, 0), "graph");
-    check(cudaGraphAddMemcpyNode1D(&node, g, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
-    check(cudaGraphInstantiate(&e, g, 0), "instantiate");
+    cudaGraphExec_t e = copyGraph(c, n, &g);
     std::printf("  %-14s", c.name);
     std::fflush(stdout);
     for (int variant = 0; variant < 10; ++variant) {
@@ -787,11 +795,7 @@ void align(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Copy
               " done / %% first query done / median us of the query that said done\n");
   for (const Copy& c : copies) {
     cudaGraph_t g;
-    cudaGraphExec_t e = nullptr;
-    cudaGraphNode_t node;
-    check(cudaGraphCreate(&g, 0), "graph");
-    check(cudaGraphAddMemcpyNode1D(&node, g, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
-    check(cudaGraphInstantiate(&e, g, 0), "instantiate");
+    cudaGraphExec_t e = copyGraph(c, n, &g);
     std::vector<std::vector<double>> total(nd), last(nd);
     std::vector<int> first(nd, 0);
     for (int it = 0; it < iters + 20; ++it) {
@@ -839,15 +843,7 @@ void evnode(cudaStream_t s, cudaEvent_t ev, int iters, std::initializer_list<Cop
               "event record node)\n");
   for (const Copy& c : copies) {
     cudaGraph_t g1, g2;
-    cudaGraphExec_t e1 = nullptr, e2 = nullptr;
-    cudaGraphNode_t n1, n2, rec;
-    check(cudaGraphCreate(&g1, 0), "graph");
-    check(cudaGraphAddMemcpyNode1D(&n1, g1, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
-    check(cudaGraphInstantiate(&e1, g1, 0), "instantiate");
-    check(cudaGraphCreate(&g2, 0), "graph");
-    check(cudaGraphAddMemcpyNode1D(&n2, g2, nullptr, 0, c.dst, c.src, n, cudaMemcpyDefault), "node");
-    check(cudaGraphAddEventRecordNode(&rec, g2, &n2, 1, ev2), "event record node");
-    check(cudaGraphInstantiate(&e2, g2, 0), "instantiate");
+    cudaGraphExec_t e1 = copyGraph(c, n, &g1), e2 = copyGraph(c, n, &g2, ev2);
     std::vector<double> total[2], issue[2];
     for (int it = 0; it < iters + 20; ++it) {
       for (int v = 0; v < 2; ++v) {
