@@ -95,9 +95,12 @@ void ShmEngine::stop() {
                static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),
                static_cast<unsigned long long>(s.advertsRetracted));
     if (s.advertWaits)
-      CGDR_LOG(kWarn, kShm, "stats: advert waits: %llu blocking sends waited, %llu found one, %llu ran out",
+      CGDR_LOG(kWarn, kShm,
+               "stats: advert waits: %llu blocking sends waited, %llu found one (%.2f us on average, longest %.1f us), "
+               "%llu ran out",
                static_cast<unsigned long long>(s.advertWaits), static_cast<unsigned long long>(s.advertWaitFound),
-               static_cast<unsigned long long>(s.advertWaitRanOut));
+               s.advertWaitFound ? static_cast<double>(s.advertWaitNs) / static_cast<double>(s.advertWaitFound) / 1e3 : 0.0,
+               static_cast<double>(s.advertWaitLongestNs) / 1e3, static_cast<unsigned long long>(s.advertWaitRanOut));
     std::string line;
     for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
       if (s.channel[c])

@@ -245,6 +245,7 @@ class ShmEngine {
     std::uint64_t railLate = 0, railEarly = 0;  // of those, tails that landed late (the governor cuts, down to its floor), or first
     std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
     std::uint64_t advertWaits = 0, advertWaitFound = 0, advertWaitRanOut = 0;  // blocking senders
+    std::uint64_t advertWaitNs = 0, advertWaitLongestNs = 0;  // of the waits that found one: in all, longest
     std::uint64_t heldPushes = 0, heldPulls = 0;  // held copies the copy kernel moved (releaseHeld)
     std::uint64_t unpinnedCopies = 0;  // GPU copies through host chunks not page-locked (checkPinned)
     std::size_t unexpectedBytes = 0, peakUnexpectedBytes = 0;

@@ -292,7 +292,13 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   advert_ = a.idx;  // matched: this send is that receive's message now
   state_ = State::kStreaming;
   peer_.advertsInTime = true;
-  if (advertWaitUntil_) ++e_.stats().advertWaitFound;
+  if (advertWaitUntil_) {  // found after waiting: for how long (CGDR_STATS)
+    std::uint64_t waited = ShmEngine::traceNow() - advertWaitFrom_;
+    auto& s = e_.stats();
+    ++s.advertWaitFound;
+    s.advertWaitNs += waited;
+    s.advertWaitLongestNs = std::max(s.advertWaitLongestNs, waited);
+  }
   ++e_.stats().rendezvous;
   ++e_.stats().singleCopy;
   ++e_.stats().pushed;
@@ -321,6 +327,7 @@ bool ShmSend::awaitAdvert() {
   if (waitNs == 0) return false;
   std::uint64_t now = ShmEngine::traceNow();
   if (!advertWaitUntil_) {
+    advertWaitFrom_ = now;
     advertWaitUntil_ = now + waitNs;
     ++e_.stats().advertWaits;
     return true;
