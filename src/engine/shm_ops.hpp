@@ -98,8 +98,7 @@ class ShmSend final : public base::Op {
   int ctx_, src_, tag_;
   base::SendMode mode_;
   bool blocking_;
-  std::uint64_t advertWaitUntil_ = 0;  // ns (traceNow): the end of the wait for an advert, once begun
-  std::uint64_t advertWaitFrom_ = 0;   // ns (traceNow): its beginning
+  std::uint64_t advertWaitFrom_ = 0;  // ns (traceNow): the beginning of the wait for an advert, once begun
   std::uint64_t msgId_ = 0;
   std::uint64_t toSend_ = 0, sent_ = 0;
   bool devRing_ = false;  // streaming through the cuMem ring (else host chunks)

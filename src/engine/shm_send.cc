@@ -292,7 +292,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   advert_ = a.idx;  // matched: this send is that receive's message now
   state_ = State::kStreaming;
   peer_.advertsInTime = true;
-  if (advertWaitUntil_) {  // found after waiting: for how long (CGDR_STATS)
+  if (advertWaitFrom_) {  // found after waiting: for how long (CGDR_STATS)
     std::uint64_t waited = ShmEngine::traceNow() - advertWaitFrom_;
     auto& s = e_.stats();
     ++s.advertWaitFound;
@@ -326,13 +326,12 @@ bool ShmSend::awaitAdvert() {
   static const std::uint64_t waitNs = static_cast<std::uint64_t>(std::max(0.0, gAdvertWait.get()) * 1000.0);
   if (waitNs == 0) return false;
   std::uint64_t now = ShmEngine::traceNow();
-  if (!advertWaitUntil_) {
+  if (!advertWaitFrom_) {
     advertWaitFrom_ = now;
-    advertWaitUntil_ = now + waitNs;
     ++e_.stats().advertWaits;
     return true;
   }
-  if (now < advertWaitUntil_) return true;
+  if (now - advertWaitFrom_ < waitNs) return true;
   peer_.advertsInTime = false;
   ++e_.stats().advertWaitRanOut;
   return false;
