@@ -46,7 +46,7 @@ out, rounds, alt, cpus = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 kinds = ("floor", "floormean", "native", "opt", "alt", "natalt", "bare")
 for c in cpus:
     tag = c.replace(",", "_")
-    vals = {}
+    vals, byRound = {}, {}
     for kind in kinds:
         for r in range(1, rounds + 1):
             path = f"{out}/{kind}-{tag}.{r}"
@@ -55,6 +55,7 @@ for c in cpus:
             for line in open(path):
                 size, v = line.split()
                 vals.setdefault((kind, int(size)), []).append(float(v))
+                byRound.setdefault((kind, int(size)), {})[r] = float(v)
     med = lambda k, s: statistics.median(vals.get((k, s), [float("nan")]))
     sizes = sorted({s for (k, s) in vals if k != "bare"})
     print(f"D->D latency, us, ranks on CPUs {c}: median of {rounds} alternated rounds"
@@ -71,9 +72,10 @@ for c in cpus:
         print(row + (f" {a:.2f} | {a / f:.2f} | {o / a:.2f} | {na:.2f} | {n / na:.2f} |" if alt else ""))
     if alt:
         # The rounds paired: a round's runs are minutes apart at most, the rounds drift by ~1 us.
-        def paired(a, b, s):
-            x, y = vals.get((a, s), []), vals.get((b, s), [])
-            d = [p - q for p, q in zip(x, y)]
+        # (A round whose run of either side failed pairs nothing.)
+        def paired(built, other, s):
+            x, y = byRound.get((built, s), {}), byRound.get((other, s), {})
+            d = [x[r] - y[r] for r in x if r in y]
             return (statistics.median(d), sum(v < 0 for v in d), len(d)) if d else (float("nan"), 0, 0)
         print(f"\nThe same rounds paired, as built minus with {alt}: median difference, us, and the rounds in"
               " which as built was faster\n")
