@@ -24,6 +24,8 @@ void ShmEngine::advertise(ShmRecv& r, CtxQueues& q) {
   if (!r.describeForAdvert(&o)) return;
   std::uint64_t idx = p.advertsIn.post(r.ctx(), r.tag(), r.capacity(), p.seqIn, &o, sizeof o);
   if (!idx) return;
+  if (tracing())
+    if (std::uint64_t done = p.doneSentNs.exchange(0)) trace(kTrDoneAdvert, done);
   r.setAdvert(idx);
   adverts_[p.local].push_back({idx, &r, false});
   ++stats_.advertised;
@@ -102,7 +104,10 @@ void ShmEngine::advertEnded(shm::Peer& p, const shm::CtlRecord& c) {
   }
   if (static_cast<shm::CtlType>(c.type) == shm::CtlType::kAdvertDone) {
     ++stats_.advertsClaimed;
-    if (c.sentNs && tracing()) trace(kTrPushed, c.sentNs);
+    if (c.sentNs && tracing()) {
+      trace(kTrPushed, c.sentNs);
+      p.doneSeenNs = c.sentNs;
+    }
     r->onAdvertDone(p, c.len);
   } else {
     r->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +

@@ -130,7 +130,8 @@ void ShmEngine::stop() {
     if (tracing()) {
       static const char* names[] = {"send-build", "envelope",    "recv-choose", "copy-issue",
                                     "copy-run",   "cts",         "pushed",      "recv-finish",
-                                    "turnaround", "recv-return", "send-entry"};
+                                    "turnaround", "recv-return", "send-entry",  "done-advert",
+                                    "done-look"};
       static_assert(sizeof names / sizeof *names == kTrCount);
       line.clear();
       for (int t = 0; t < kTrCount; ++t)
@@ -246,6 +247,7 @@ bool ShmEngine::notify(shm::Peer& p, shm::CtlType type, std::uint64_t msgId, std
   r.msgId = msgId;
   r.len = len;
   r.sentNs = tracing() ? traceNow() : 0;
+  if (r.sentNs && (type == shm::CtlType::kPushed || type == shm::CtlType::kAdvertDone)) p.doneSentNs = r.sentNs;
   return sendCtl(p, r);
 }
 

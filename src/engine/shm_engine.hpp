@@ -269,6 +269,8 @@ class ShmEngine {
     kTrTurnaround,    // a receive completed -> this rank's next GPU send starts (application, MPI entry)
     kTrRecvReturn,    // a blocking receive completed -> its MPI call returns to the application
     kTrSendEntry,     // a send's MPI call entered -> its envelope starts (classify, operation)
+    kTrDoneAdvert,    // this rank told a peer its copy was done -> its next receive advertised to that peer
+    kTrDoneLook,      // a peer's done notice sent -> this rank's next GPU send to it looks for an advert
     kTrCount
   };
   static bool tracing();

@@ -63,6 +63,7 @@ bool ShmSend::tryPost() {
       t0 = ShmEngine::traceNow();
       if (std::uint64_t done = e_.lastRecvDone.exchange(0)) e_.trace(ShmEngine::kTrTurnaround, done);
       if (entered) e_.trace(ShmEngine::kTrSendEntry, entered);
+      if (std::uint64_t done = peer_.doneSeenNs.exchange(0)) e_.trace(ShmEngine::kTrDoneLook, done);
     }
   }
   bool none = false;

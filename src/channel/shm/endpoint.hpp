@@ -5,6 +5,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,9 @@ struct Peer {
   std::uint32_t seqOut = 0, seqIn = 0;
   std::uint64_t eagerSent = 0;  // eager bytes sent; credit: out.withinCredit()
   bool advertsInTime = false;   // a send to the peer lately found its receive advertised (engine)
+  // CGDR_TRACE_GPU only (engine): when this rank last told the peer that its copy was done, and
+  // when the peer sent the last such notice this rank handled (CLOCK_MONOTONIC: one clock a host).
+  std::atomic<std::uint64_t> doneSentNs{0}, doneSeenNs{0};
   // The host rail's governor for messages from the peer with traffic both ways (engine:
   // sched::railFactorAfter).
   double railFactor = 1;
