@@ -104,10 +104,7 @@ void ShmEngine::advertEnded(shm::Peer& p, const shm::CtlRecord& c) {
   }
   if (static_cast<shm::CtlType>(c.type) == shm::CtlType::kAdvertDone) {
     ++stats_.advertsClaimed;
-    if (c.sentNs && tracing()) {
-      trace(kTrPushed, c.sentNs);
-      p.doneSeenNs = c.sentNs;
-    }
+    traceDoneSeen(p, c.sentNs);
     r->onAdvertDone(p, c.len);
   } else {
     r->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +

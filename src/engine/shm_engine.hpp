@@ -278,6 +278,13 @@ class ShmEngine {
   // CGDR_TRACE_GPU only (zero otherwise); atomic: MPI_THREAD_MULTIPLE callers read and clear them.
   std::atomic<std::uint64_t> lastRecvDone{0};  // when the last traced receive completed
   std::atomic<std::uint64_t> sendEntered{0};   // when the current send's MPI call was entered
+  // A peer's PUSHED or ADVERT_DONE handled: its way here (pushed), and when the peer sent it (for
+  // this rank's next send to it, done-look).
+  void traceDoneSeen(channel::shm::Peer& p, std::uint64_t sentNs) {
+    if (!sentNs || !tracing()) return;
+    trace(kTrPushed, sentNs);
+    p.doneSeenNs = sentNs;
+  }
   void trace(TracePoint p, std::uint64_t since) {
     std::uint64_t t = traceNow(), d = t > since ? t - since : 0;
     std::lock_guard lock(traceLock_);  // steps are traced from every thread that sends or receives

@@ -129,10 +129,7 @@ bool ShmEngine::drainControl(shm::Peer& p) {
       if (type == shm::CtlType::kData) rv->onData(p, c.chunk, c.offset, c.len);
       else if (type == shm::CtlType::kDevData) rv->onDevData(p, c);
       else if (type == shm::CtlType::kPushed) {
-        if (c.sentNs && tracing()) {
-          trace(kTrPushed, c.sentNs);
-          p.doneSeenNs = c.sentNs;
-        }
+        traceDoneSeen(p, c.sentNs);
         rv->onPushed(p, c.len);
       } else {
         rv->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
