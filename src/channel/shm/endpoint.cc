@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -35,6 +36,11 @@ base::Setting<base::Bytes> gCredit("CGDR_SHM_EAGER_CREDIT", "1M", "bytes",
                                    "rendezvous (bounds unexpected-message memory).");
 base::Setting<long long> gDevSlots("CGDR_CUDA_STAGE_SLOTS", "4", "blocks",
                                    "Blocks of each rank's cuMem staging ring (cuda-vmm-stage).");
+base::Setting<long long> gDescSlots("CGDR_SHM_DESC_SLOTS", "256", "slots",
+                                    "Slots per rank in which a receive describes its GPU buffer to a sender that "
+                                    "copies into it (256 bytes each). 0: a bulk chunk each, as before (a window of "
+                                    "such receives then takes a chunk each, and falls back to pulling while the "
+                                    "host rail's tails hold the chunks).");
 base::Setting<bool> gCma("CGDR_SHM_CMA", "1", "", "Single-copy large messages with process_vm_readv where a probe shows it works.");
 
 std::uint64_t gProbe = 0;  // read by peers to test single copy
@@ -78,6 +84,7 @@ Config configFromSettings() {
   c.chunks = static_cast<std::uint32_t>(std::max<long long>(gChunks.get(), 2));
   c.chunkBytes = static_cast<std::uint32_t>(std::max<std::size_t>(gChunkBytes.get().value, 4096) & ~std::size_t{63});
   c.devSlots = static_cast<std::uint32_t>(std::max<long long>(gDevSlots.get(), 2));
+  c.descSlots = static_cast<std::uint32_t>(std::clamp<long long>(gDescSlots.get(), 0, 1 << 16));
   c.cma = gCma.get();
   return c;
 }
@@ -95,7 +102,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
   PMPI_Comm_rank(world, &me);
   PMPI_Comm_size(world, &size);
   ep->geo_ = {static_cast<std::uint32_t>(localWorld.size()), cfg.ringBytes, cfg.ctlSlots, cfg.chunks, cfg.chunkBytes,
-              cfg.devSlots};
+              cfg.devSlots, cfg.descSlots};
   ep->byWorld_.assign(size, nullptr);
   const std::string& dir = base::shmDir();
   std::uint32_t myLocal = 0;
@@ -125,6 +132,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
       h->probeAddr = reinterpret_cast<std::uint64_t>(&gProbe);
       h->probeValue = gProbe;
       h->devSlots = cfg.devSlots;
+      h->descSlots = cfg.descSlots;
       ep->maps_[myLocal] = std::move(mine.value());
     } else {
       failure = mine.status();
@@ -145,7 +153,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
       if (h->magic != kSegmentMagic || h->nonce != nonce || h->version != kLayoutVersion ||
           h->worldRank != localWorld[i] || h->localCount != ep->geo_.localCount || h->ringBytes != cfg.ringBytes ||
           h->ctlSlots != cfg.ctlSlots || h->chunks != cfg.chunks || h->chunkBytes != cfg.chunkBytes ||
-          h->devSlots != cfg.devSlots)
+          h->devSlots != cfg.devSlots || h->descSlots != cfg.descSlots)
         failure = base::Status(base::Errc::kProtocol, "segment of rank " + std::to_string(localWorld[i]) +
                                                           " does not match this job's layout (same CGDR_SHM_* settings?)");
       ep->maps_[i] = std::move(seg.value());
@@ -247,6 +255,23 @@ int Endpoint::takeDevSlot() {
     }
   }
   return -1;
+}
+
+int Endpoint::takeDesc() {
+  for (std::uint32_t k = 0; k < geo_.descSlots; ++k) {
+    std::uint32_t s = (nextDesc_ + k) % geo_.descSlots;
+    auto busy = std::atomic_ref<std::uint32_t>(descSlot(mine_, s)->busy);
+    if (busy.load(std::memory_order_acquire) == 0) {
+      busy.store(1, std::memory_order_relaxed);
+      nextDesc_ = s + 1;
+      return static_cast<int>(s);
+    }
+  }
+  return -1;
+}
+
+void Endpoint::releasePeerDesc(const Peer& p, std::uint32_t s) const {
+  std::atomic_ref<std::uint32_t>(descSlot(p.segment, s)->busy).store(0, std::memory_order_release);
 }
 
 void Endpoint::releasePeerDevSlot(const Peer& p, std::uint32_t s) const {

@@ -24,6 +24,7 @@ struct Config {
   std::uint32_t chunks;
   std::uint32_t chunkBytes;
   std::uint32_t devSlots;  // blocks of the cuMem staging ring (their flags live here)
+  std::uint32_t descSlots;  // description slots (0: a receiver describes its buffer in a bulk chunk)
   bool cma;  // try single copy (process_vm_readv) where permitted
 };
 Config configFromSettings();
@@ -86,6 +87,12 @@ class Endpoint {
   void releasePeerChunks(const Peer& p, std::uint32_t c, std::uint32_t n) const {
     for (std::uint32_t k = 0; k < n; ++k) releasePeerChunk(p, c + k);
   }
+  // This rank's description slots (layout.hpp, DescSlot): a free one marked busy, or -1; its bytes;
+  // a peer's, and freeing it once copied out.
+  int takeDesc();
+  char* desc(int s) const { return descSlot(mine_, static_cast<std::uint32_t>(s))->payload; }
+  const char* peerDesc(const Peer& p, std::uint32_t s) const { return descSlot(p.segment, s)->payload; }
+  void releasePeerDesc(const Peer& p, std::uint32_t s) const;
   // The same for the blocks of the cuMem staging ring (the data is in GPU memory; flags here).
   int takeDevSlot();
   void releasePeerDevSlot(const Peer& p, std::uint32_t s) const;
@@ -97,13 +104,16 @@ class Endpoint {
 
  private:
   Endpoint() = default;
+  DescSlot* descSlot(char* segment, std::uint32_t s) const {
+    return reinterpret_cast<DescSlot*>(segment + geo_.descOffset()) + s;
+  }
   Geometry geo_{};
   char* mine_ = nullptr;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::vector<Peer*> byWorld_;
   std::vector<base::ShmFile> maps_;   // [local index]; mine at my index
   std::vector<int> lockFds_;          // per local index: fd to probe the owner's lock
-  std::uint32_t nextChunk_ = 0, nextDevSlot_ = 0;
+  std::uint32_t nextChunk_ = 0, nextDevSlot_ = 0, nextDesc_ = 0;
 };
 
 }  // namespace cgdr::channel::shm

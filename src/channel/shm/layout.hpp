@@ -9,7 +9,7 @@
 namespace cgdr::channel::shm {
 
 constexpr std::uint64_t kSegmentMagic = 0x70656e6f52444743ull;  // "CGDRonep"
-constexpr std::uint32_t kLayoutVersion = 5;
+constexpr std::uint32_t kLayoutVersion = 6;
 constexpr std::size_t kLine = 64;
 
 // Records on a message ring.
@@ -60,14 +60,17 @@ struct alignas(kLine) CtlRecord {
   std::uint64_t msgId;   // the sender's message id
   std::uint64_t offset;
   std::uint64_t len;
-  std::uint64_t mode;    // kCts: how the sender streams (StreamMode); kPush: `chunk` is the
-                         // receiver's chunk describing its buffer (the engine's GpuOffer)
+  std::uint64_t mode;    // kCts: how the sender streams (StreamMode); kPush / kPushDesc: `chunk`
+                         // is the receiver's chunk / description slot describing its buffer (the
+                         // engine's GpuOffer)
   std::uint64_t ring;    // kDevData: id of the sender's ring (as shared over the cuMem link)
   std::uint64_t slotOffset;  // kDevData: byte offset of the block in that ring
   std::uint64_t sentNs;      // CGDR_TRACE_GPU: when the sender wrote it (0: untraced)
 };
 // How a sender streams after a CTS.
-enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1, kPush = 2 };
+// kPush and kPushDesc: the sender copies into the receiver's GPU buffer itself, which the
+// receiver describes in one of its bulk chunks or (kPushDesc) one of its description slots.
+enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1, kPush = 2, kPushDesc = 3 };
 static_assert(sizeof(CtlRecord) == 64);
 
 // A 64-bit counter alone on its cache line.
@@ -107,6 +110,7 @@ struct alignas(kLine) SegmentHeader {
   std::uint64_t probeValue;
   std::uint64_t lockHeld;    // 1: the owner holds a lock on its segment file (liveness can be probed)
   std::uint64_t devSlots;    // blocks of the owner's cuMem staging ring (their flags are here)
+  std::uint64_t descSlots;   // description slots (DescSlot)
 };
 static_assert(sizeof(SegmentHeader) == 2 * kLine);
 
@@ -128,10 +132,25 @@ struct alignas(kLine) AdvertSlot {
 };
 static_assert(sizeof(AdvertSlot) == 3 * kLine);
 
+// A receiver's description of its GPU buffer for a sender that copies into it (a CTS of mode
+// kPushDesc names the slot): the receiver takes a free slot, writes the description and sends the
+// CTS; the sender copies the description out and frees the slot (busy = 0, release) at once,
+// whatever becomes of the message. A window of such receives would otherwise take a bulk chunk
+// each for a few bytes, and with the chunks busy (the host rail's tails) fall back to pulling.
+// In the receiver's segment, shared by all its senders (only the receiver marks slots busy).
+constexpr std::size_t kDescPayload = 192;
+struct alignas(kLine) DescSlot {
+  std::uint32_t busy;
+  char pad[kLine - sizeof(std::uint32_t)];
+  char payload[kDescPayload];
+};
+static_assert(sizeof(DescSlot) == 4 * kLine);
+
 // Sizes of one segment's parts for a given configuration.
 struct Geometry {
   std::uint32_t localCount, ringBytes, ctlSlots, chunks, chunkBytes;
   std::uint32_t devSlots;  // flags of the blocks of this rank's cuMem staging ring
+  std::uint32_t descSlots;  // description slots (DescSlot)
 
   std::size_t msgRingStride() const { return sizeof(RingHeader) + ringBytes; }
   std::size_t ctlRingStride() const { return sizeof(RingHeader) + std::size_t{ctlSlots} * sizeof(CtlRecord); }
@@ -144,8 +163,9 @@ struct Geometry {
   }
   std::size_t flagsOffset() const { return advertOffset(localCount); }
   std::size_t devFlagsOffset() const { return flagsOffset() + std::size_t{chunks} * sizeof(ChunkFlag); }
+  std::size_t descOffset() const { return devFlagsOffset() + std::size_t{devSlots} * sizeof(ChunkFlag); }
   std::size_t chunkOffset(std::uint32_t c) const {
-    return devFlagsOffset() + std::size_t{devSlots} * sizeof(ChunkFlag) + std::size_t{c} * chunkBytes;
+    return descOffset() + std::size_t{descSlots} * sizeof(DescSlot) + std::size_t{c} * chunkBytes;
   }
   std::size_t total() const { return chunkOffset(chunks); }
 };
