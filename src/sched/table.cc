@@ -73,14 +73,18 @@ Setting<double> gRailShareBoth("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0", "frac
                                "As CGDR_CUDA_HOST_RAIL_SHARE, where the pair has GPU traffic the other way too: each "
                                "GPU's PCIe link then carries its own outgoing tail and its peer's incoming one, and "
                                "each CPU two host pipelines. The most: the receiver lowers it per peer where tails "
-                               "landed late, and raises it back where they came first. 0 (off) by default: on "
-                               "nvidia-h100-x2 0.09 made bibw windows of 64 messages of 64-256 MiB (OSU's window) "
-                               "21-32 % slower, natively and across pods, and gained at most 1-3 % in windows of 16 "
-                               "(docs/performance.md, fortieth session; 3-10 % on nvidia-h200-x2 before the peer "
-                               "lanes, twenty-ninth session).");
-Setting<double> gRailShareBothInvisible("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0", "fraction",
+                               "landed late, and raises it back where they came first. 0 (off) by default: where "
+                               "the receiving process sees the other GPU, NVLink alone already moves what the two "
+                               "GPUs can both ways (docs/performance.md: fortieth session, 0.09 gained at most "
+                               "1-3 % in windows of 16 on nvidia-h100-x2; the 21-32 % it lost in windows of 64 was "
+                               "the receives' fallback to pulling, gone since the forty-fourth session).");
+Setting<double> gRailShareBothInvisible("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.05", "fraction",
                                         "As CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS, where the receiving process cannot "
-                                        "see the other GPU. 0: off (the default, as there).");
+                                        "see the other GPU (a container that sees only its own), whose NVLink copies "
+                                        "both ways run ~6 % under what the GPUs can: on nvidia-h100-x2 across pods "
+                                        "0.05 made bibw of 64-256 MiB 1.01-1.04x faster in windows of 64 and "
+                                        "0.99-1.04x in windows of 16 (docs/performance.md, forty-fourth session). "
+                                        "0: off.");
 Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "16M", "bytes",
                            "See CGDR_CUDA_HOST_RAIL_SHARE: the host path's longer start (its first block's copy out "
                            "and last block's copy in), in bytes NVLink moves meanwhile; messages up to this size "

@@ -134,9 +134,13 @@ TEST_F(Sched, EveryPeerClassMemoryPairPatternAndCapabilitySet) {
                                      ? (q.caps.otherGpuInvisible ? over / 10 : over * 7 / 100) / 65536 * 65536
                                      : 0;
               ASSERT_EQ(sched::hostRail(t, q), rail) << "peer " << p << " caps " << capBits << " bytes " << n;
-              // With GPU traffic the other way too: no rail by default.
+              // With GPU traffic the other way too: by default only where the other GPU is not
+              // visible, 5 % of the same bytes from 64 MiB on.
+              std::size_t railBoth = rail && q.caps.otherGpuInvisible && n >= (64u << 20)
+                                         ? static_cast<std::size_t>(0.05 * static_cast<double>(over)) / 65536 * 65536
+                                         : 0;
               q.bothWays = true;
-              ASSERT_EQ(sched::hostRail(t, q), 0u) << "both ways: peer " << p << " caps " << capBits << " bytes " << n;
+              ASSERT_EQ(sched::hostRail(t, q), railBoth) << "both ways: peer " << p << " caps " << capBits << " bytes " << n;
               q.bothWays = false;
               ++checked;
             }
@@ -244,7 +248,10 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   q.bothWays = true;
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "traffic both ways: off by default";
   q.caps.otherGpuInvisible = true;
-  EXPECT_EQ(sched::hostRail(t, q), 0u) << "both ways, GPU not visible: off by default";
+  EXPECT_EQ(sched::hostRail(t, q), static_cast<std::size_t>(0.05 * static_cast<double>(254u << 20)) / 65536 * 65536)
+      << "both ways, GPU not visible: 0.05 by default";
+  EXPECT_EQ(sched::hostRail(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0"}}), q), 0u)
+      << "both ways, GPU not visible: off where set so";
   t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.09"}});
   EXPECT_EQ(sched::hostRail(t, q), (254u << 20) * 9 / 100 / 65536 * 65536) << "both ways, GPU not visible: 0.09";
   q.caps.otherGpuInvisible = false;
@@ -633,10 +640,11 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
   EXPECT_EQ(lines, 1 + 3 * 2 * 4 * 2 + 2 * 2 + 2 * 2 + 1 + 1);  // + the host rail's line
   EXPECT_NE(d.find("one way: 0.070 (that GPU not visible here: 0.100) of the bytes beyond 16777216 of messages "
                    "from 0 bytes on (bandwidth-bound traffic: beyond 2097152, from 8388608 on) through host memory "
-                   "beside it; both ways: off\n"),
+                   "beside it; both ways: 0.000 (0.050) from 67108864 bytes on, less where earlier tails landed "
+                   "late\n"),
             std::string::npos) << d;
   std::string both = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0.09"}}).describe();
-  EXPECT_NE(both.find("through host memory beside it; both ways: 0.090 (0.000) from 67108864 bytes on, less where "
+  EXPECT_NE(both.find("through host memory beside it; both ways: 0.090 (0.050) from 67108864 bytes on, less where "
                       "earlier tails landed late\n"),
             std::string::npos) << both;
   EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"},
@@ -646,11 +654,11 @@ TEST_F(Sched, DescribeListsEveryRuleList) {
                 .describe()
                 .find("no host rail"),
             std::string::npos);
-  EXPECT_NE(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}})
+  EXPECT_EQ(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}, {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"}})
                 .describe()
                 .find("no host rail"),
             std::string::npos)
-      << "both ways off by default";
+      << "both ways on by default where the other GPU is not visible";
   EXPECT_EQ(tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"},
                        {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0"},
                        {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.09"}})
