@@ -2,7 +2,11 @@
 // Endpoint::takeChunks hands out runs of free chunks that never wrap past the last one and never
 // overlap a chunk in use, refuses a run it cannot find, and a block written across chunk
 // boundaries reads back whole in the peer's mapping; the peer frees a block's chunks with
-// releasePeerChunks (chunksOf: how many a length spans). Two ranks, one segment each.
+// releasePeerChunks (chunksOf: how many a length spans). And the description slots (a receive's
+// description of its GPU buffer for a pushing sender): takeDesc hands out each free slot once and
+// -1 when none is, a slot's bytes read back whole in the peer's mapping and lie between the flags
+// and the chunks, and a slot the peer frees (releasePeerDesc) is handed out again. Two ranks, one
+// segment each.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -19,7 +23,7 @@ using cgdr::channel::shm::Endpoint;
 
 namespace {
 
-constexpr std::uint32_t kChunks = 8, kChunkBytes = 4096;
+constexpr std::uint32_t kChunks = 8, kChunkBytes = 4096, kDescSlots = 3;
 
 std::uint8_t pattern(std::size_t off, int round) { return static_cast<std::uint8_t>(off * 131 + round * 7 + off / 4096); }
 
@@ -39,7 +43,7 @@ int main(int argc, char** argv) {
   unsigned long long nonce = std::random_device{}();
   nonce = nonce << 32 | std::random_device{}();
   MPI_Bcast(&nonce, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-  Config cfg{65536, 64, kChunks, kChunkBytes, 2, false};
+  Config cfg{65536, 64, kChunks, kChunkBytes, 2, kDescSlots, false};
   auto opened = Endpoint::open(MPI_COMM_WORLD, nonce, {0, 1}, cfg);
   if (!opened.isOk()) {
     std::fprintf(stderr, "FAIL endpoint: %s\n", opened.status().message().c_str());
@@ -114,6 +118,35 @@ int main(int argc, char** argv) {
     CHECK(f == 6, "run of 2 at %d, expected 6", f);
     int g = take(1);
     CHECK(g == 0, "single chunk at %d, expected 0", g);
+  }
+  // Description slots: rank 0 takes them all and writes each; rank 1 reads them and frees one.
+  using cgdr::channel::shm::kDescPayload;
+  if (me == 0) {
+    std::vector<int> slots;
+    for (std::uint32_t k = 0; k < kDescSlots; ++k) slots.push_back(ep.takeDesc());
+    CHECK(ep.takeDesc() == -1, "a slot handed out with all %u taken", kDescSlots);
+    for (std::uint32_t k = 0; k < kDescSlots; ++k) {
+      CHECK(slots[k] >= 0 && static_cast<std::uint32_t>(slots[k]) < kDescSlots, "slot %d", slots[k]);
+      for (std::uint32_t j = 0; j < k; ++j) CHECK(slots[j] != slots[k], "slot %d handed out twice", slots[k]);
+    }
+    CHECK(ep.desc(kDescSlots - 1) + kDescPayload <= ep.chunk(0), "the last slot runs into the chunks");
+    for (std::uint32_t k = 0; k < kDescSlots; ++k)
+      for (std::size_t i = 0; i < kDescPayload; ++i) ep.desc(static_cast<int>(k))[i] = static_cast<char>(pattern(i, 10 + k));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 1) {
+    std::size_t bad = 0;
+    for (std::uint32_t k = 0; k < kDescSlots; ++k)
+      for (std::size_t i = 0; i < kDescPayload; ++i)
+        bad += static_cast<std::uint8_t>(ep.peerDesc(*peer, k)[i]) != pattern(i, 10 + k);
+    CHECK(bad == 0, "%zu bytes of the description slots differ in the peer's mapping", bad);
+    ep.releasePeerDesc(*peer, 1);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 0) {
+    int s1 = ep.takeDesc();
+    CHECK(s1 == 1, "the freed slot handed out again: %d, expected 1", s1);
+    CHECK(ep.takeDesc() == -1, "all slots taken again");
   }
   int all = 0;
   MPI_Allreduce(&plain_check::failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
