@@ -70,7 +70,8 @@ void ShmEngine::stop() {
              "a bulk chunk), pulled %llu; pipelined %llu), peak unexpected eager bytes %zu, shared segment %zu bytes",
              static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(s.rendezvous),
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pushed),
-             static_cast<unsigned long long>(s.describedInChunk), static_cast<unsigned long long>(s.pulled), static_cast<unsigned long long>(s.pipelined),
+             static_cast<unsigned long long>(s.describedInChunk), static_cast<unsigned long long>(s.pulled),
+             static_cast<unsigned long long>(s.pipelined),
              s.peakUnexpectedBytes, e->segmentBytes());
     if (s.railed) {
       double lowest = 1;

@@ -6,7 +6,7 @@
 // GPU messages always rendezvous (unless CGDR_CUDA_EAGER_LIMIT says otherwise) with an offer after
 // the envelope (gpu_paths.hpp); the receiver picks the channel (sched::select):
 //   cuda-ipc / cuda-vmm-zc: one copy over NVLink. Push where the sender can map the receiver's
-//                   buffer (CTS(push) names a chunk describing it; the sender copies, then PUSHED),
+//                   buffer (CTS(push) names a slot describing it; the sender copies, then PUSHED),
 //                   else the receiver pulls from the sender's buffer, then FIN;
 //   cuda-vmm-stage: CTS(dev ring): the sender copies blocks into its cuMem ring (DEVDATA records),
 //                   the receiver pulls each over NVLink while the sender fills the next;

@@ -187,7 +187,8 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
 
 // The sender copies straight into this rank's GPU buffer: the CTS names one of this rank's
 // description slots holding the buffer's description, or where none is free one of its bulk
-// chunks (the sender gives either back once read); false if neither is free. The sender may still stream the bytes (DATA) where it cannot map the buffer.
+// chunks (the sender gives either back once read); false if neither is free. The sender may
+// still stream the bytes (DATA) where it cannot map the buffer.
 // tail: the last bytes go through host memory instead (sched::hostRail): the sender streams them
 // through its host chunks (DATA) while it pushes the rest, and PUSHED names only the rest.
 bool ShmRecv::startPush(shm::Peer& from, const GpuOffer& target, sched::Channel ch, std::uint64_t tail) {
