@@ -5,8 +5,8 @@
 // releasePeerChunks (chunksOf: how many a length spans). And the description slots (a receive's
 // description of its GPU buffer for a pushing sender): takeDesc hands out each free slot once and
 // -1 when none is, a slot's bytes read back whole in the peer's mapping and lie between the flags
-// and the chunks, and a slot the peer frees (releasePeerDesc) is handed out again. Two ranks, one
-// segment each.
+// and the chunks, and a slot the peer frees (releasePeerDesc) is handed out again; the staging
+// ring's block flags (takeDevSlot / releasePeerDevSlot) likewise. Two ranks, one segment each.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -23,7 +23,7 @@ using cgdr::channel::shm::Endpoint;
 
 namespace {
 
-constexpr std::uint32_t kChunks = 8, kChunkBytes = 4096, kDescSlots = 3;
+constexpr std::uint32_t kChunks = 8, kChunkBytes = 4096, kDevSlots = 2, kDescSlots = 3;
 
 std::uint8_t pattern(std::size_t off, int round) { return static_cast<std::uint8_t>(off * 131 + round * 7 + off / 4096); }
 
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   unsigned long long nonce = std::random_device{}();
   nonce = nonce << 32 | std::random_device{}();
   MPI_Bcast(&nonce, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-  Config cfg{65536, 64, kChunks, kChunkBytes, 2, kDescSlots, false};
+  Config cfg{65536, 64, kChunks, kChunkBytes, kDevSlots, kDescSlots, false};
   auto opened = Endpoint::open(MPI_COMM_WORLD, nonce, {0, 1}, cfg);
   if (!opened.isOk()) {
     std::fprintf(stderr, "FAIL endpoint: %s\n", opened.status().message().c_str());
@@ -131,7 +131,12 @@ int main(int argc, char** argv) {
     }
     CHECK(ep.desc(kDescSlots - 1) + kDescPayload <= ep.chunk(0), "the last slot runs into the chunks");
     for (std::uint32_t k = 0; k < kDescSlots; ++k)
-      for (std::size_t i = 0; i < kDescPayload; ++i) ep.desc(static_cast<int>(k))[i] = static_cast<char>(pattern(i, 10 + k));
+      for (std::size_t i = 0; i < kDescPayload; ++i)
+        ep.desc(static_cast<int>(k))[i] = static_cast<char>(pattern(i, 10 + k));
+    int d0 = ep.takeDevSlot(), d1 = ep.takeDevSlot();
+    CHECK(d0 >= 0 && d1 >= 0 && d0 != d1 && d0 < static_cast<int>(kDevSlots) && d1 < static_cast<int>(kDevSlots),
+          "ring blocks %d and %d", d0, d1);
+    CHECK(ep.takeDevSlot() == -1, "a ring block handed out with all %u taken", kDevSlots);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (me == 1) {
@@ -141,12 +146,16 @@ int main(int argc, char** argv) {
         bad += static_cast<std::uint8_t>(ep.peerDesc(*peer, k)[i]) != pattern(i, 10 + k);
     CHECK(bad == 0, "%zu bytes of the description slots differ in the peer's mapping", bad);
     ep.releasePeerDesc(*peer, 1);
+    ep.releasePeerDevSlot(*peer, 1);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (me == 0) {
     int s1 = ep.takeDesc();
     CHECK(s1 == 1, "the freed slot handed out again: %d, expected 1", s1);
     CHECK(ep.takeDesc() == -1, "all slots taken again");
+    int d = ep.takeDevSlot();
+    CHECK(d == 1, "the freed ring block handed out again: %d, expected 1", d);
+    CHECK(ep.takeDevSlot() == -1, "all ring blocks taken again");
   }
   int all = 0;
   MPI_Allreduce(&plain_check::failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -60,6 +60,26 @@ T* at(char* base, std::size_t off) {
   return reinterpret_cast<T*>(base + off);
 }
 
+// The first free one of n slots (busyOf(s): slot s's busy word) from *next on, marked busy and
+// *next moved past it; -1 if none is free. Only the owner marks its slots busy (peers only free
+// them), so a slot seen free stays free.
+template <class BusyOf>
+int takeFree(std::uint32_t n, std::uint32_t* next, BusyOf busyOf) {
+  for (std::uint32_t k = 0; k < n; ++k) {
+    std::uint32_t s = (*next + k) % n;
+    auto busy = std::atomic_ref<std::uint32_t>(busyOf(s));
+    if (busy.load(std::memory_order_acquire) == 0) {
+      busy.store(1, std::memory_order_relaxed);
+      *next = s + 1;
+      return static_cast<int>(s);
+    }
+  }
+  return -1;
+}
+
+// A peer's slot copied out: its owner may take it again (release: after the copy-out's reads).
+void setFree(std::uint32_t& busy) { std::atomic_ref<std::uint32_t>(busy).store(0, std::memory_order_release); }
+
 std::string segmentName(std::uint64_t nonce, int worldRank) {
   char n[96];
   std::snprintf(n, sizeof n, "%s%016llx-ep-%d", base::shmPrefix().c_str(), static_cast<unsigned long long>(nonce),
@@ -245,43 +265,22 @@ int Endpoint::takeChunks(std::uint32_t n, std::uint32_t keepFree) {
 
 int Endpoint::takeDevSlot() {
   auto* flags = at<ChunkFlag>(mine_, geo_.devFlagsOffset());
-  for (std::uint32_t k = 0; k < geo_.devSlots; ++k) {
-    std::uint32_t c = (nextDevSlot_ + k) % geo_.devSlots;
-    auto busy = std::atomic_ref<std::uint32_t>(flags[c].busy);
-    if (busy.load(std::memory_order_acquire) == 0) {
-      busy.store(1, std::memory_order_relaxed);
-      nextDevSlot_ = c + 1;
-      return static_cast<int>(c);
-    }
-  }
-  return -1;
+  return takeFree(geo_.devSlots, &nextDevSlot_, [&](std::uint32_t s) -> std::uint32_t& { return flags[s].busy; });
 }
 
 int Endpoint::takeDesc() {
-  for (std::uint32_t k = 0; k < geo_.descSlots; ++k) {
-    std::uint32_t s = (nextDesc_ + k) % geo_.descSlots;
-    auto busy = std::atomic_ref<std::uint32_t>(descSlot(mine_, s)->busy);
-    if (busy.load(std::memory_order_acquire) == 0) {
-      busy.store(1, std::memory_order_relaxed);
-      nextDesc_ = s + 1;
-      return static_cast<int>(s);
-    }
-  }
-  return -1;
+  return takeFree(geo_.descSlots, &nextDesc_,
+                  [&](std::uint32_t s) -> std::uint32_t& { return descSlot(mine_, s)->busy; });
 }
 
-void Endpoint::releasePeerDesc(const Peer& p, std::uint32_t s) const {
-  std::atomic_ref<std::uint32_t>(descSlot(p.segment, s)->busy).store(0, std::memory_order_release);
-}
+void Endpoint::releasePeerDesc(const Peer& p, std::uint32_t s) const { setFree(descSlot(p.segment, s)->busy); }
 
 void Endpoint::releasePeerDevSlot(const Peer& p, std::uint32_t s) const {
-  auto* flags = at<ChunkFlag>(p.segment, geo_.devFlagsOffset());
-  std::atomic_ref<std::uint32_t>(flags[s].busy).store(0, std::memory_order_release);
+  setFree(at<ChunkFlag>(p.segment, geo_.devFlagsOffset())[s].busy);
 }
 
 void Endpoint::releasePeerChunk(const Peer& p, std::uint32_t c) const {
-  auto* flags = at<ChunkFlag>(p.segment, geo_.flagsOffset());
-  std::atomic_ref<std::uint32_t>(flags[c].busy).store(0, std::memory_order_release);
+  setFree(at<ChunkFlag>(p.segment, geo_.flagsOffset())[c].busy);
 }
 
 bool Endpoint::alive(Peer& p) {
