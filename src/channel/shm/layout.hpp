@@ -16,7 +16,7 @@ constexpr std::size_t kLine = 64;
 enum class RecType : std::uint16_t { kPad = 1, kEager = 2, kRts = 3 };
 enum RecFlags : std::uint16_t {
   kFlagSync = 1,  // the sender completes only once the message is matched (MPI_Ssend)
-  kFlagGpu = 2,   // rendezvous of GPU bytes: an offer (engine's GpuOffer, 128 bytes) follows
+  kFlagGpu = 2,   // rendezvous of GPU bytes: an offer (engine's GpuOffer, 144 bytes) follows
 };
 
 // Envelope of a message (and the header of every record on a message ring).
