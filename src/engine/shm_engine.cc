@@ -66,12 +66,11 @@ void ShmEngine::stop() {
   if (gStats.get()) {
     const Stats& s = e->stats_;
     CGDR_LOG(kWarn, kShm,
-             "stats: eager %llu, rendezvous %llu (single copy %llu; into GPU buffers pushed %llu (%llu described in "
-             "a bulk chunk), pulled %llu; pipelined %llu), peak unexpected eager bytes %zu, shared segment %zu bytes",
+             "stats: eager %llu, rendezvous %llu (single copy %llu; into GPU buffers pushed %llu, pulled %llu; "
+             "pipelined %llu), peak unexpected eager bytes %zu, shared segment %zu bytes",
              static_cast<unsigned long long>(s.eager), static_cast<unsigned long long>(s.rendezvous),
              static_cast<unsigned long long>(s.singleCopy), static_cast<unsigned long long>(s.pushed),
-             static_cast<unsigned long long>(s.describedInChunk), static_cast<unsigned long long>(s.pulled),
-             static_cast<unsigned long long>(s.pipelined),
+             static_cast<unsigned long long>(s.pulled), static_cast<unsigned long long>(s.pipelined),
              s.peakUnexpectedBytes, e->segmentBytes());
     if (s.railed) {
       double lowest = 1;

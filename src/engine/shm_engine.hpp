@@ -240,7 +240,6 @@ class ShmEngine {
   // Counters (CGDR_STATS=1 prints them at MPI_Finalize).
   struct Stats {
     std::uint64_t eager = 0, rendezvous = 0, singleCopy = 0, pushed = 0, pulled = 0, pipelined = 0;  // pulled: into GPU buffers
-    std::uint64_t describedInChunk = 0;  // of the pushes: buffer described in a bulk chunk (no slot free)
     std::uint64_t railed = 0, railBytes = 0;  // receiver side: pushes with a host-rail tail, and its bytes
     std::uint64_t railedBoth = 0;             // of them, with traffic both ways
     std::uint64_t railLate = 0, railEarly = 0;  // of those, tails that landed late (the governor cuts, down to its floor), or first

@@ -138,18 +138,16 @@ bool ShmEngine::drainControl(shm::Peer& p) {
       continue;
     }
     // Records about a message this rank sends. A push CTS names the receiver's description slot
-    // (or chunk) describing its buffer: read and given back whatever becomes of the send.
+    // describing its buffer: read and given back whatever becomes of the send.
     GpuOffer target;
-    bool inSlot = type == shm::CtlType::kCts && c.mode == static_cast<std::uint64_t>(shm::StreamMode::kPushDesc);
-    bool push = inSlot || (type == shm::CtlType::kCts && c.mode == static_cast<std::uint64_t>(shm::StreamMode::kPush));
+    bool push = type == shm::CtlType::kCts && c.mode == static_cast<std::uint64_t>(shm::StreamMode::kPush);
     if (push) {
-      if (c.chunk >= (inSlot ? ep_->geometry().descSlots : ep_->geometry().chunks)) {
-        breakPeer(p, inSlot ? "push request naming no description slot" : "push request naming no chunk");
+      if (c.chunk >= ep_->geometry().descSlots) {
+        breakPeer(p, "push request naming no description slot");
         return true;
       }
-      std::memcpy(&target, inSlot ? ep_->peerDesc(p, c.chunk) : ep_->peerChunk(p, c.chunk), sizeof target);
-      if (inSlot) ep_->releasePeerDesc(p, c.chunk);
-      else ep_->releasePeerChunk(p, c.chunk);
+      std::memcpy(&target, ep_->peerDesc(p, c.chunk), sizeof target);
+      ep_->releasePeerDesc(p, c.chunk);
     }
     auto it = sends_.find(c.msgId);
     if (it == sends_.end() || &it->second->peer() != &p) {

@@ -137,7 +137,7 @@ void ShmRecv::sendCts(shm::Peer& from, shm::StreamMode mode, std::uint32_t chunk
   r.mode = static_cast<std::uint64_t>(mode);
   r.sentNs = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   e_.sendCtl(from, r);
-  if (mode != shm::StreamMode::kPush && mode != shm::StreamMode::kPushDesc) ++e_.stats().pipelined;
+  if (mode != shm::StreamMode::kPush) ++e_.stats().pipelined;
   state_ = State::kReceiving;
   if (expect_ == 0) {
     complete(0, size_);
@@ -186,31 +186,24 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
 }
 
 // The sender copies straight into this rank's GPU buffer: the CTS names one of this rank's
-// description slots holding the buffer's description, or where none is free one of its bulk
-// chunks (the sender gives either back once read); false if neither is free. The sender may
-// still stream the bytes (DATA) where it cannot map the buffer.
+// description slots holding the buffer's description (the sender gives it back once read); false
+// if none is free. The sender may still stream the bytes (DATA) where it cannot map the buffer.
 // tail: the last bytes go through host memory instead (sched::hostRail): the sender streams them
 // through its host chunks (DATA) while it pushes the rest, and PUSHED names only the rest.
 bool ShmRecv::startPush(shm::Peer& from, const GpuOffer& target, sched::Channel ch, std::uint64_t tail) {
   shm::Endpoint& ep = e_.endpoint();
   if (!chooseDestination(true) || !dstAsync_) return false;
   static_assert(sizeof target <= shm::kDescPayload);
-  shm::StreamMode mode = shm::StreamMode::kPushDesc;
   int c = ep.takeDesc();
-  if (c < 0) {  // no description slot free (or none configured): a bulk chunk holds it
-    mode = shm::StreamMode::kPush;
-    c = ep.takeChunk();
-    if (c < 0) return false;
-    ++e_.stats().describedInChunk;
-  }
-  std::memcpy(mode == shm::StreamMode::kPushDesc ? ep.desc(c) : ep.chunk(c), &target, sizeof target);
+  if (c < 0) return false;
+  std::memcpy(ep.desc(c), &target, sizeof target);
   pushed_ = true;
   railTail_ = tail < expect_ ? tail : 0;
   if (railTail_) railCtsNs_ = ShmEngine::traceNow();
   e_.countChannel(ch, size_);
   ++e_.stats().singleCopy;
   ++e_.stats().pushed;
-  sendCts(from, mode, static_cast<std::uint32_t>(c), railTail_);
+  sendCts(from, shm::StreamMode::kPush, static_cast<std::uint32_t>(c), railTail_);
   return true;
 }
 

@@ -38,9 +38,9 @@ base::Setting<long long> gDevSlots("CGDR_CUDA_STAGE_SLOTS", "4", "blocks",
                                    "Blocks of each rank's cuMem staging ring (cuda-vmm-stage).");
 base::Setting<long long> gDescSlots("CGDR_SHM_DESC_SLOTS", "256", "slots",
                                     "Slots per rank in which a receive describes its GPU buffer to a sender that "
-                                    "copies into it (256 bytes each). 0: a bulk chunk each, as before (a window of "
-                                    "such receives then takes a chunk each, and falls back to pulling while the "
-                                    "host rail's tails hold the chunks).");
+                                    "copies into it (256 bytes each); a receive that finds none free pulls the "
+                                    "bytes instead. 0: every receive matched from its envelope pulls (one posted "
+                                    "before its message describes its buffer in its advert).");
 base::Setting<bool> gCma("CGDR_SHM_CMA", "1", "", "Single-copy large messages with process_vm_readv where a probe shows it works.");
 
 std::uint64_t gProbe = 0;  // read by peers to test single copy

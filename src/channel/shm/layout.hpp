@@ -9,7 +9,7 @@
 namespace cgdr::channel::shm {
 
 constexpr std::uint64_t kSegmentMagic = 0x70656e6f52444743ull;  // "CGDRonep"
-constexpr std::uint32_t kLayoutVersion = 6;
+constexpr std::uint32_t kLayoutVersion = 7;
 constexpr std::size_t kLine = 64;
 
 // Records on a message ring.
@@ -60,17 +60,15 @@ struct alignas(kLine) CtlRecord {
   std::uint64_t msgId;   // the sender's message id
   std::uint64_t offset;
   std::uint64_t len;
-  std::uint64_t mode;    // kCts: how the sender streams (StreamMode); kPush / kPushDesc: `chunk`
-                         // is the receiver's chunk / description slot describing its buffer (the
-                         // engine's GpuOffer)
+  std::uint64_t mode;    // kCts: how the sender streams (StreamMode); kPush: `chunk` is the
+                         // receiver's description slot describing its buffer (the engine's GpuOffer)
   std::uint64_t ring;    // kDevData: id of the sender's ring (as shared over the cuMem link)
   std::uint64_t slotOffset;  // kDevData: byte offset of the block in that ring
   std::uint64_t sentNs;      // CGDR_TRACE_GPU: when the sender wrote it (0: untraced)
 };
-// How a sender streams after a CTS.
-// kPush and kPushDesc: the sender copies into the receiver's GPU buffer itself, which the
-// receiver describes in one of its bulk chunks or (kPushDesc) one of its description slots.
-enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1, kPush = 2, kPushDesc = 3 };
+// How a sender streams after a CTS. kPush: the sender copies into the receiver's GPU buffer
+// itself, which the receiver describes in one of its description slots (DescSlot).
+enum class StreamMode : std::uint64_t { kHostChunks = 0, kDevRing = 1, kPush = 2 };
 static_assert(sizeof(CtlRecord) == 64);
 
 // A 64-bit counter alone on its cache line.
@@ -133,10 +131,11 @@ struct alignas(kLine) AdvertSlot {
 static_assert(sizeof(AdvertSlot) == 3 * kLine);
 
 // A receiver's description of its GPU buffer for a sender that copies into it (a CTS of mode
-// kPushDesc names the slot): the receiver takes a free slot, writes the description and sends the
+// kPush names the slot): the receiver takes a free slot, writes the description and sends the
 // CTS; the sender copies the description out and frees the slot (busy = 0, release) at once,
-// whatever becomes of the message. A window of such receives would otherwise take a bulk chunk
-// each for a few bytes, and with the chunks busy (the host rail's tails) fall back to pulling.
+// whatever becomes of the message; with no slot free the receiver pulls instead. (Described in a
+// bulk chunk each, as before layout 6, a window of such receives found the chunks held by the
+// host rail's tails and pulled: docs/performance.md, forty-fourth session.)
 // In the receiver's segment, shared by all its senders (only the receiver marks slots busy).
 constexpr std::size_t kDescPayload = 192;
 struct alignas(kLine) DescSlot {
