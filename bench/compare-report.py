@@ -164,10 +164,14 @@ def main(folder, table_path, plot_path):
     layout = (folder / "layout.txt").read_text().splitlines() if (folder / "layout.txt").exists() else []
     one_gpu = bool(layout) and layout[0] == "one GPU"
     ranks = layout[1] if len(layout) > 1 else "Two ranks, one GPU each (GPU model not recorded)"
+    # rounds.txt: the rounds of every size, then (newer runs) the rounds in all of Native and
+    # Container-Opt over the small sizes and the largest of those sizes
     try:
-        rounds = max(1, int((folder / "rounds.txt").read_text().split()[0]))
+        counts = [int(x) for x in (folder / "rounds.txt").read_text().split()]
+        rounds = max(1, counts[0])
     except (OSError, ValueError, IndexError):
-        rounds = 1
+        counts, rounds = [], 1
+    small, small_max = (counts[1], counts[2]) if len(counts) >= 3 and counts[1] > rounds else (rounds, 0)
     lines = ["# GPU comparison: Container-Def / Container-Opt / Native (bench/gpu-compare.sh)", "",
              f"{ranks}, cudaMalloc buffers (Container-Opt: served by cgdr's exportable heap,",
              "CGDR_CUDA_MALLOC=auto; heap off: the runtime's cudaMalloc, =off) or V (exportable cuMem buffers",
@@ -185,11 +189,14 @@ def main(folder, table_path, plot_path):
              (f"Native and the Container-Opt modes with cgdr's heap on: median of {rounds} rounds (each in "
               "another order); Opt/Nat rounds: the lowest and highest ratio of one round's Container-Opt to "
               "the same round's Native. Heap off and Container-Def: one run (\"-\" where not run)." if rounds > 1 else
-              "One run per mode."),
+              "One run per mode.") +
+             (f" Up to {human(small_max)}, where one run's ratio to Native moves most from run to run, Native "
+              f"and Container-Opt ran {small} rounds (alternating which ran first): their medians and spread "
+              f"there are over all {small}." if small > rounds else ""),
              ""]
     results = {}
     for test, unit, title in TESTS:
-        runs = {m: load_rounds(folder, test, m, rounds) for m, _ in MODES}
+        runs = {m: load_rounds(folder, test, m, max(rounds, small)) for m, _ in MODES}
         res = {m: median_of(runs[m]) for m, _ in MODES}
         results[test] = res
         if not any(res.values()):
@@ -198,7 +205,7 @@ def main(folder, table_path, plot_path):
         rstage = channels(folder / f"{test}-optstage.log")
         rnat = channels(folder / f"{test}-native.log")
         cut = [label for m, label in MODES if res[m] and not (folder / f"{test}-{m}.json").exists()]
-        cut += [f"{label} round {r}" for m, label in MODES for r in range(2, rounds + 1)
+        cut += [f"{label} round {r}" for m, label in MODES for r in range(2, max(rounds, small) + 1)
                 if (folder / f"{test}-{m}.r{r}.log").exists() and not (folder / f"{test}-{m}.r{r}.json").exists()]
         lines += [f"## {test} ({unit})", ""]
         if cut:
