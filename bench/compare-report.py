@@ -5,8 +5,9 @@ usage: compare-report.py OUTDIR TABLE.md PLOT.png
 Reads OUTDIR/{latency,bw,bibw}-{native,opt,optstage,optvmm,optvmmall,def}.json (cgdr-bench --json),
 the NCCL runs {test}-{ncclnative,ncclnativeblk,ncclpods,ncclpodsid,ncclpodsshm,ncclpodsnet}.json and .log (cgdr-bench --nccl; NCCL_DEBUG
 lines name the transport) where they exist,
-the further rounds' {test}-{mode}.rN.json (OUTDIR/rounds.txt: how many; each size's value is its
-median over the rounds), floor.json (cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the
+the further rounds' {test}-{mode}.rN.json (OUTDIR/rounds.txt: how many, then, where the small
+sizes ran more rounds, how many there and the largest such size; each size's value is its median
+over the rounds that have it), floor.json (cgdr-peer-copy-bench --json) and the CGDR_STATS lines of the
 first round's logs (which channel served which sizes). The plot needs matplotlib
 (python3-matplotlib); without it only the table is written.
 """
@@ -274,7 +275,8 @@ def main(folder, table_path, plot_path):
     nccl_in = any(results.get(t, {}).get(m) for t, _, _ in TESTS for m, _ in NCCL_MODES)
     fig.suptitle(f"cgdr: {ranks}; two containers (separate PID namespaces) vs native"
                  + (", beside NCCL (dotted)" if nccl_in else "")
-                 + (f"; median of {rounds} rounds" if rounds > 1 else ""))
+                 + (f"; median of {rounds} rounds" if rounds > 1 else "")
+                 + (f" ({small} up to {human(small_max)})" if small > rounds else ""))
     fig.tight_layout()
     fig.savefig(plot_path, dpi=110)
     print(f"plot: {plot_path}")
