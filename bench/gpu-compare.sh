@@ -110,15 +110,18 @@ if [ -n "${COMPARE_MODES:-}" ]; then
 fi
 # The sizes cgdr-bench runs with its small iteration count (up to 8 KiB) take ~2 s a run, and one
 # run's ratio to Native there moved 0.72-1.65 from round to round (a rank's CPU path runs slower
-# for a whole run, as the host decides; forty-sixth session): Native and Container-Opt, the pair the
-# 5 % target compares, run COMPARE_SMALL_ROUNDS rounds in all there (default 9), the further ones
-# over those sizes only, and their medians are over every round.
+# for a whole run, as the host decides; forty-third and forty-sixth sessions): Native and
+# Container-Opt, the pair the 5 % target compares, run COMPARE_SMALL_ROUNDS rounds in all there
+# (default 9), the further ones over those sizes only, and their medians are over every round.
+# (A range in bytes, [MIN:]MAX as cgdr-bench's -m, MIN 0 where not given; one with K/M suffixes
+# keeps COMPARE_ROUNDS everywhere.)
 smallmax=8192
 small=${COMPARE_SMALL_ROUNDS:-9}
-lo=${range%%:*} hi=${range##*:}
-[ "$small" -gt "$rounds" ] && [ "$lo" -le "$smallmax" ] && [[ " ${modes[*]} " == *" native "* ]] &&
-  [[ " ${modes[*]} " == *" opt "* ]] || small=$rounds
-srange="$lo:$(( hi < smallmax ? hi : smallmax ))"
+lo=0 hi=${range##*:}
+[[ $range == *:* ]] && lo=${range%%:*}
+[[ $lo =~ ^[0-9]+$ && $hi =~ ^[0-9]+$ ]] && [ "$small" -gt "$rounds" ] && [ "$lo" -le "$smallmax" ] &&
+  [[ " ${modes[*]} " == *" native "* && " ${modes[*]} " == *" opt "* ]] || small=$rounds
+srange=""; [ "$small" -gt "$rounds" ] && srange="$lo:$(( hi < smallmax ? hi : smallmax ))"
 echo "$rounds $small $smallmax" > "$out/rounds.txt"
 far=${COMPARE_FAR:-1}
 for t in $tests; do
