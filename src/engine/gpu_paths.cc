@@ -9,6 +9,7 @@
 #include "base/cuda.hpp"
 #include "base/log.hpp"
 #include "mem/gpu_copy.hpp"
+#include "mem/resident.hpp"
 #include "mem/vmm.hpp"
 #include "mem/vmm_heap.hpp"
 #include "topo/detect.hpp"
@@ -268,6 +269,7 @@ const std::uint8_t* GpuPaths::uuidOf(int device) {
   if (uuids_.empty()) {
     uuids_.resize(static_cast<std::size_t>(std::max(base::cuda::deviceCount(), 0)));
     mps_.assign(uuids_.size(), false);
+    sharedSeen_.assign(uuids_.size(), false);
     for (std::size_t d = 0; d < uuids_.size(); ++d) {
       cudaDeviceProp p{};
       if (cudaGetDeviceProperties(&p, static_cast<int>(d)) == cudaSuccess)
@@ -289,8 +291,14 @@ GpuPaths::Place GpuPaths::placeOf(const GpuOffer& o, int device) {
   if (std::memcmp(o.gpu, kNone, sizeof kNone) == 0) return Place::kUnknown;
   std::lock_guard lock(mutex_);
   const std::uint8_t* mine = uuidOf(device);
-  if (mine && std::memcmp(mine, o.gpu, 16) == 0)  // uuidOf succeeded: device indexes mps_
-    return (o.flags & GpuOffer::kMps) && mps_[device] ? Place::kSameGpuMps : Place::kSameGpu;
+  if (mine && std::memcmp(mine, o.gpu, 16) == 0) {  // uuidOf succeeded: device indexes mps_
+    if ((o.flags & GpuOffer::kMps) && mps_[device]) return Place::kSameGpuMps;
+    if (!sharedSeen_[device]) {
+      sharedSeen_[device] = true;
+      mem::residentShared(device);
+    }
+    return Place::kSameGpu;
+  }
   for (const auto& u : uuids_)
     if (u.size() == 16 && std::memcmp(u.data(), o.gpu, 16) == 0) return Place::kOtherVisible;
   return Place::kInvisible;

@@ -76,6 +76,12 @@ class GpuPaths {
   // peer's cuMem allocation is mapped with access for `device`; legacy IPC memory on the same
   // GPU, or on another visible GPU with peer access to it; not where that GPU is invisible.
   bool smReaches(const GpuOffer& o, sched::Channel used, Place place, int device);
+  // Whether a lone copy between `device` and the bytes `o` describes may go to the resident copy
+  // kernel (mem/resident.hpp): the SMs reach them and they are on another GPU (on this one, a
+  // kernel that stays would hold the GPU from the other process's work, which runs in turns).
+  bool residentOk(const GpuOffer& o, sched::Channel used, Place place, int device) {
+    return (place == Place::kOtherVisible || place == Place::kInvisible) && smReaches(o, used, place, device);
+  }
   // The host rail's capabilities for a destination at p (sched::Caps::otherGpu, otherGpuInvisible).
   static void railCaps(Place p, sched::Caps* caps) {
     caps->otherGpu = p == Place::kOtherVisible || p == Place::kInvisible;
@@ -185,6 +191,7 @@ class GpuPaths {
   std::vector<std::vector<std::uint8_t>> uuids_;
   std::unordered_map<int, bool> peerAccess_;  // device * 256 + visible peer device: cudaDeviceCanAccessPeer
   std::vector<bool> mps_;  // per device: this process shares it through MPS
+  std::vector<bool> sharedSeen_;  // per device: a peer's bytes were found on it (mem::residentShared said)
   // Per world rank: the id this rank's ring has at that peer (0: not shared yet; set once, as
   // the ring lives until finalize), and (peer's ring id << 9 | (device + 1) << 1 | maps) of the
   // last ring of that peer asked about (0: none yet).

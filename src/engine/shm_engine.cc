@@ -11,6 +11,7 @@
 #include "base/dtype.hpp"
 #include "base/errors.hpp"
 #include "mem/classify.hpp"
+#include "mem/resident.hpp"
 #include "mem/vmm_heap.hpp"
 #include "base/log.hpp"
 #include "engine/msg_data.hpp"
@@ -108,12 +109,14 @@ void ShmEngine::stop() {
                 std::to_string(s.channel[c]);
     if (!line.empty()) CGDR_LOG(kWarn, kShm, "stats: channels: %s", line.c_str());
     mem::CopyCounts cc = mem::copyCounts();
-    if (cc.graph + cc.plain + cc.batched)
+    if (cc.graph + cc.plain + cc.batched + cc.resident)
       CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu, by the copy kernel %llu in "
-               "%llu launches (%llu held pushes, %llu held pulls; largest %llu bytes); completion asked %llu, "
-               "inferred from stream order %llu", cc.graph, cc.repeated, cc.plain, cc.batched, cc.kernels,
-               static_cast<unsigned long long>(s.heldPushes), static_cast<unsigned long long>(s.heldPulls),
-               cc.batchedLargest, cc.asked, cc.inferred);
+               "%llu launches (%llu held pushes, %llu held pulls; largest %llu bytes), by the resident kernel %llu "
+               "in %llu launches (%llu made on the copy engine after it left, %llu while it did not run, %llu while "
+               "full); completion asked %llu, inferred from stream order %llu", cc.graph, cc.repeated, cc.plain,
+               cc.batched, cc.kernels, static_cast<unsigned long long>(s.heldPushes),
+               static_cast<unsigned long long>(s.heldPulls), cc.batchedLargest, cc.resident, cc.residentLaunches,
+               cc.residentRedone, cc.residentNotRunning, cc.residentFull, cc.asked, cc.inferred);
     if (e->gpu_) {
       auto lc = e->gpu_->linkCounts();
       if (lc.held + lc.released)
@@ -532,6 +535,7 @@ void ShmEngine::pumpRealOrder() {
 
 bool ShmEngine::step() {
   bool any = false;
+  if (gpu_) mem::residentKeepAlive();
   releaseHeld();
   draining_ = true;
   for (auto& p : ep_->peers()) {

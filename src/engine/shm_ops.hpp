@@ -82,9 +82,11 @@ class ShmSend final : public base::Op {
   // The receiver's buffer `t` describes, mapped here (channel `prefer` first); nullptr if not.
   void* mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channel* used);
   // Starts the one copy into the mapped buffer; false (reported) if it cannot start.
-  // mayHold: the copy may wait to join a window moved by the copy kernel (ShmEngine::holdPush).
+  // mayHold: the copy may wait to join a window moved by the copy kernel (ShmEngine::holdPush);
+  // resident: started alone (now, or released alone), it may go to the resident copy kernel
+  // (GpuPaths::residentOk).
   base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue, std::uint64_t n,
-                         bool mayHold = false);
+                         bool mayHold = false, bool resident = false);
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
   // *none: the receiver had no advert posted at all.
   bool tryClaim(std::uint64_t t0, bool* none);
@@ -112,6 +114,7 @@ class ShmSend final : public base::Op {
   void* heldDst_ = nullptr;
   mem::Issue heldIssue_ = mem::Issue::kMemcpy;
   mem::CopyIds heldIds_;
+  bool heldResident_ = false;  // started alone, the copy may go to the resident copy kernel
   std::uint64_t advert_ = 0;  // the receiver's advert this send claimed (its completion names it)
   GpuPaths::Ring ring_;
   std::deque<CopyBlock> inflight_;
@@ -207,6 +210,7 @@ class ShmRecv final : public base::Op {
   bool held_ = false;         // the pull waits in the engine's window (inflight_'s one block not started)
   const void* heldSrc_ = nullptr;
   mem::CopyIds heldIds_;
+  bool heldResident_ = false;  // started alone, the copy may go to the resident copy kernel
   std::uint64_t doneNs_ = 0;  // CGDR_TRACE_GPU: when the pull was seen done
   std::deque<CopyBlock> inflight_;
   std::unique_ptr<base::Op> real_;  // mixed: the real MPI's receive of the message it matched

@@ -157,14 +157,17 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
   b.len = expect_;
   std::uint64_t t = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   mem::CopyIds ids{dstAsync_ ? target_.mem().bufferId : 0, GpuPaths::peerMemoryId(from.worldRank, env.offer, ch)};
+  bool resident = dstAsync_ && paths->residentOk(env.offer, ch, place_, device_);
   held_ = dstAsync_ && e_.wouldHoldPull(expect_) && paths->smReaches(env.offer, ch, place_, device_) &&
           e_.holdPull(this, mem::GpuCopy::Many{dst_, src, expect_}, device_);
   if (held_) {  // started with the step's other pulls (releaseHeld)
     heldSrc_ = src;
     heldIds_ = ids;
+    heldResident_ = resident;
   } else {
     base::Status st =
-        b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_, ids);
+        b.copy.start(dst_, src, expect_, device_, dstAsync_ ? mem::CopyDir::kPeer : mem::CopyDir::kToHost, issue_, ids,
+                     resident);
     if (t) {
       e_.trace(ShmEngine::kTrCopyIssue, t);
       b.issuedNs = ShmEngine::traceNow();
@@ -421,7 +424,8 @@ void ShmRecv::releaseHeld(bool started) {
   CopyBlock& b = inflight_.front();
   if (ShmEngine::tracing()) b.issuedNs = ShmEngine::traceNow();
   if (started) return;
-  base::Status st = b.copy.start(dst_, heldSrc_, expect_, device_, mem::CopyDir::kPeer, issue_, heldIds_);
+  base::Status st =
+      b.copy.start(dst_, heldSrc_, expect_, device_, mem::CopyDir::kPeer, issue_, heldIds_, heldResident_);
   if (!st.isOk()) {
     inflight_.clear();
     abort(st);

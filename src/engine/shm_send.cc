@@ -184,7 +184,7 @@ void* ShmSend::mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channe
 }
 
 base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue,
-                                std::uint64_t n, bool mayHold) {
+                                std::uint64_t n, bool mayHold, bool resident) {
   int device = data_.mem().device;
   mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, used), data_.mem().bufferId};
   if (mayHold) {
@@ -196,6 +196,7 @@ base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel use
     heldDst_ = dst;
     heldIssue_ = issue;
     heldIds_ = ids;
+    heldResident_ = resident;
     held_ = e_.holdPush(this, mem::GpuCopy::Many{dst, data_.gpuData(), n}, device);
     if (held_) return base::Status::ok();
   }
@@ -203,7 +204,7 @@ base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel use
   b.len = n;
   std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   base::Status st =
-      b.copy.start(dst, data_.gpuData(), n, device, mem::CopyDir::kPeer, issue, ids);
+      b.copy.start(dst, data_.gpuData(), n, device, mem::CopyDir::kPeer, issue, ids, resident);
   if (t0) {
     e_.trace(ShmEngine::kTrCopyIssue, t0);
     b.issuedNs = ShmEngine::traceNow();
@@ -222,7 +223,7 @@ void ShmSend::releaseHeld(bool started) {
   if (ShmEngine::tracing()) pushBlock_.issuedNs = ShmEngine::traceNow();
   if (started) return;
   base::Status st = pushBlock_.copy.start(heldDst_, data_.gpuData(), pushLen_, data_.mem().device,
-                                          mem::CopyDir::kPeer, heldIssue_, heldIds_);
+                                          mem::CopyDir::kPeer, heldIssue_, heldIds_, heldResident_);
   if (!st.isOk()) abort(st);
 }
 
@@ -233,7 +234,9 @@ bool ShmSend::startPush(const GpuOffer& t, std::uint64_t n) {
   sched::Channel used = sched::Channel::kCount;
   void* dst = mapTarget(t, sched::Channel::kCudaIpc, &used);
   if (!dst) return false;
-  base::Status st = issuePush(dst, t, used, e_.gpu()->issueFor(t, data_.mem().device), n);
+  GpuPaths::Place place = e_.gpu()->placeOf(t, data_.mem().device);
+  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, false,
+                              e_.gpu()->residentOk(t, used, place, data_.mem().device));
   if (!st.isOk()) {
     CGDR_LOG(kWarn, kCuda, "copy into the GPU buffer of rank %d failed (%s): streaming instead", peer_.worldRank,
              st.message().c_str());
@@ -306,7 +309,8 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   e_.countChannel(used, n);
   if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
   bool mayHold = e_.wouldHoldPush(n, data_.mem().device) && paths->smReaches(t, used, place, data_.mem().device);
-  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, mayHold);
+  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, mayHold,
+                              paths->residentOk(t, used, place, data_.mem().device));
   if (!st.isOk()) {
     abort(st);
     return true;

@@ -19,4 +19,28 @@ struct GatherArgs {
   GatherItem item[kGatherMax];
 };
 
+// The resident copy kernel (cgdr_resident in mem/gather_kernel.cu; host side in mem/resident.cc):
+// one block that stays on its GPU between messages and copies what the CPU posts to it through
+// mapped host memory, so that a lone small message costs a few stores instead of a copy-engine
+// operation's issue (1.5-3.5 us of CPU time) and wait (bench/vis_probe.cu `-only spin`, forty-
+// seventh session: an 8-byte ping-pong hop between two GPUs 6.1-6.6 us against 8.3-11.0 on the
+// copy engine on two H200s). The CPU writes slot[k % kResidentSlots] and then `ring` = k; the
+// kernel copies every posted message in order, fences to system scope, writes `done`, and leaves
+// when for its idle time neither a message came nor `keep` changed (the CPU changes it while its
+// process waits in MPI), when it has run its lifetime, or when `ring` has kResidentStop set,
+// writing `exited` = its generation last (after which it reads nothing more).
+constexpr int kResidentSlots = 64;
+constexpr int kResidentThreads = 128;
+constexpr std::uint64_t kResidentStop = 1ull << 63;
+struct ResidentBox {
+  std::uint64_t ring;  // CPU: the last message posted (with kResidentStop: leave after it)
+  std::uint64_t keep;  // CPU: changed while the process is in MPI (read with `ring`: one 16-byte load)
+  std::uint64_t pad0[6];
+  std::uint64_t started;  // kernel: the generation that runs (written when it starts)
+  std::uint64_t done;     // kernel: every message up to this one copied and fenced
+  std::uint64_t exited;   // kernel: the generation that left (written after its last `done`)
+  std::uint64_t pad1[5];
+  GatherItem slot[kResidentSlots];
+};
+
 }  // namespace cgdr::mem

@@ -8,6 +8,8 @@
 #include "mem/gather.hpp"
 
 using cgdr::mem::GatherArgs;
+using cgdr::mem::kResidentStop;
+using cgdr::mem::ResidentBox;
 
 namespace {
 
@@ -16,15 +18,11 @@ __device__ void copyBytes(unsigned char* d, const unsigned char* s, unsigned lon
   for (unsigned long long i = first; i < n; i += step) d[i] = s[i];
 }
 
-}  // namespace
-
-extern "C" __global__ void cgdr_gather(GatherArgs a) {
-  if (blockIdx.x >= a.count) return;
-  const cgdr::mem::GatherItem it = a.item[blockIdx.x];
+// Copies item `it`, this thread taking the parts first, first + step, ... (16-byte loads where
+// source and destination are equally aligned modulo 16, bytes before and after; else bytes).
+__device__ void copyItem(const cgdr::mem::GatherItem& it, unsigned long long first, unsigned long long step) {
   const auto* s = reinterpret_cast<const unsigned char*>(it.src);
   auto* d = reinterpret_cast<unsigned char*>(it.dst);
-  const unsigned long long first = blockIdx.y * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
-  const unsigned long long step = static_cast<unsigned long long>(gridDim.y) * blockDim.x;
   const unsigned long long mis = it.src & 15;
   if (mis != (it.dst & 15)) {
     copyBytes(d, s, it.n, first, step);
@@ -47,4 +45,97 @@ extern "C" __global__ void cgdr_gather(GatherArgs a) {
   for (; i < n16; i += step) d16[i] = s16[i];
   const unsigned long long done = head + n16 * 16;
   copyBytes(d + done, s + done, it.n - done, first, step);
+}
+
+__device__ unsigned long long nowNs() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// `ring` and `keep` (adjacent, 16-byte aligned: the box is page-aligned host memory) in one load.
+__device__ void loadRingKeep(const unsigned long long* p, unsigned long long* ring, unsigned long long* keep) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(*ring), "=l"(*keep) : "l"(p) : "memory");
+}
+
+}  // namespace
+
+extern "C" __global__ void cgdr_gather(GatherArgs a) {
+  if (blockIdx.x >= a.count) return;
+  const unsigned long long first = blockIdx.y * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+  const unsigned long long step = static_cast<unsigned long long>(gridDim.y) * blockDim.x;
+  copyItem(a.item[blockIdx.x], first, step);
+}
+
+// The resident copy kernel (mem/gather.hpp): one block of kResidentThreads. Generation `gen`,
+// started with every message up to `seq` already taken care of; leaves after `idleNs` without a
+// message or once it has run `lifeNs` (checked between messages).
+extern "C" __global__ void cgdr_resident(ResidentBox* box, unsigned long long gen, unsigned long long seq,
+                                         unsigned long long idleNs, unsigned long long lifeNs) {
+  __shared__ unsigned long long upTo;
+  __shared__ cgdr::mem::GatherItem item;
+  volatile ResidentBox* v = box;
+  const unsigned long long born = nowNs();
+  if (threadIdx.x == 0) {
+    v->started = gen;
+    __threadfence_system();  // (seen by the CPU now, not with the first `done`)
+  }
+  for (;;) {
+    if (threadIdx.x == 0) {
+      unsigned long long last = nowNs(), r = 0, k = 0, kept = 0;
+      for (;;) {
+        const unsigned long long t = nowNs();
+        if (t - born > lifeNs) {
+          r = 0;
+          break;
+        }
+        loadRingKeep(reinterpret_cast<const unsigned long long*>(&box->ring), &r, &k);
+        if ((r & ~kResidentStop) > seq || (r & kResidentStop)) {
+          asm volatile("fence.acq_rel.sys;" ::: "memory");  // the slots were written before `ring`
+          break;
+        }
+        if (k != kept) {  // the process still waits in MPI
+          kept = k;
+          last = t;
+        } else if (t - last > idleNs) {
+          r = 0;
+          break;
+        }
+      }
+      upTo = r;
+    }
+    __syncthreads();
+    const unsigned long long r = upTo;
+    const unsigned long long target = r & ~kResidentStop;
+    if (target > seq) {
+      bool wrote = false;
+      for (unsigned long long k = seq + 1; k <= target; ++k) {
+        if (threadIdx.x == 0) {
+          const volatile cgdr::mem::GatherItem& s = v->slot[k % cgdr::mem::kResidentSlots];
+          item.src = s.src;
+          item.dst = s.dst;
+          item.n = s.n;
+        }
+        __syncthreads();
+        const cgdr::mem::GatherItem it = item;
+        wrote = wrote || threadIdx.x < it.n;
+        copyItem(it, threadIdx.x, blockDim.x);
+        __syncthreads();  // (item is read again for the next message)
+      }
+      // The copies reach the peer's GPU before `done` reaches host memory: each writer's fence, then
+      // the block's barrier, then the fence of the thread that writes it.
+      if (wrote) __threadfence_system();
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        __threadfence_system();
+        v->done = target;
+      }
+      seq = target;
+    }
+    if (r == 0 || (r & kResidentStop) || nowNs() - born > lifeNs) break;
+  }
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    v->exited = gen;
+  }
 }

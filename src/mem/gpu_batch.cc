@@ -43,7 +43,7 @@ namespace {
 
 struct Kernel {
   std::once_flag once;
-  cudaKernel_t fn = nullptr;
+  cudaKernel_t fn = nullptr, resident = nullptr;
   std::atomic<bool> broken{false};
 };
 
@@ -59,9 +59,11 @@ cudaKernel_t load() {
     cudaLibrary_t lib = nullptr;
     cudaError_t e = cudaLibraryLoadData(&lib, kGatherFatbin, nullptr, nullptr, 0, nullptr, nullptr, 0);
     if (e == cudaSuccess) e = cudaLibraryGetKernel(&k.fn, lib, "cgdr_gather");
+    if (e == cudaSuccess) e = cudaLibraryGetKernel(&k.resident, lib, "cgdr_resident");
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       k.fn = nullptr;
+      k.resident = nullptr;
       k.broken.store(true, std::memory_order_relaxed);
       CGDR_LOG(kInfo, kCuda, "copy kernel unavailable (%s): small copies stay on the copy engine",
                cudaGetErrorString(e));
@@ -97,10 +99,30 @@ int launchGather(const GatherArgs& a, void* stream) {
   return static_cast<int>(e);
 }
 
+int prepareKernels() {
+  cudaKernel_t fn = load();
+  if (!fn) return static_cast<int>(cudaErrorInvalidDeviceFunction);
+  cudaFuncAttributes attr;
+  cudaError_t e = cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(fn));
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel().resident));
+  return static_cast<int>(e);
+}
+
+int launchResident(ResidentBox* box, std::uint64_t gen, std::uint64_t seq, std::uint64_t idleNs, std::uint64_t lifeNs,
+                   void* stream) {
+  if (!load()) return static_cast<int>(cudaErrorInvalidDeviceFunction);
+  unsigned long long g = gen, s = seq, idle = idleNs, life = lifeNs;
+  void* params[] = {&box, &g, &s, &idle, &life};
+  return static_cast<int>(cudaLaunchKernel(reinterpret_cast<const void*>(kernel().resident), dim3(1),
+                                           dim3(kResidentThreads), params, 0, static_cast<cudaStream_t>(stream)));
+}
+
 #else
 
 bool batchable(std::size_t) { return false; }
 int launchGather(const GatherArgs&, void*) { return 1; }
+int prepareKernels() { return 1; }
+int launchResident(ResidentBox*, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t, void*) { return 1; }
 
 #endif
 

@@ -2,6 +2,7 @@
 // kernel's launch; GpuCopy::startMany (mem/gpu_copy.hpp) is the interface callers use.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "mem/gather.hpp"
 
@@ -12,5 +13,12 @@ namespace cgdr::mem {
 bool batchable(std::size_t n);
 // Launches the kernel for `a` on `stream` (a cudaStream_t of the current device); a cudaError_t.
 int launchGather(const GatherArgs& a, void* stream);
+// Loads both kernels into the current device's context (a kernel's first launch may otherwise load
+// it while the resident kernel runs, and wait for it); a cudaError_t.
+int prepareKernels();
+// Launches the resident kernel (mem/gather.hpp) of generation `gen` on `stream`, every copy up to
+// `seq` taken care of; a cudaError_t.
+int launchResident(ResidentBox* box, std::uint64_t gen, std::uint64_t seq, std::uint64_t idleNs, std::uint64_t lifeNs,
+                   void* stream);
 
 }  // namespace cgdr::mem

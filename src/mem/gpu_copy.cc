@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "base/cuda.hpp"
 #include "base/log.hpp"
 #include "mem/gpu_batch.hpp"
+#include "mem/resident.hpp"
 
 #if CGDR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -24,10 +26,14 @@ std::atomic<unsigned long long> gGraphCopies{0}, gRepeatedCopies{0}, gPlainCopie
 }  // namespace
 
 CopyCounts copyCounts() {
+  ResidentCounts r = residentCounts();
   return {gGraphCopies.load(std::memory_order_relaxed), gRepeatedCopies.load(std::memory_order_relaxed),
           gPlainCopies.load(std::memory_order_relaxed), gAsked.load(std::memory_order_relaxed),
           gInferred.load(std::memory_order_relaxed),    gBatched.load(std::memory_order_relaxed),
-          gKernels.load(std::memory_order_relaxed),     gBatchedLargest.load(std::memory_order_relaxed)};
+          gKernels.load(std::memory_order_relaxed),     gBatchedLargest.load(std::memory_order_relaxed),
+          r.copies,                                     r.launches,
+          r.redone,                                     r.notRunning,
+          r.full};
 }
 
 #if CGDR_HAVE_CUDA
@@ -310,14 +316,16 @@ DeviceScope::~DeviceScope() {
 
 GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
   if (this != &o) {
-    if (event_) (void)wait();
+    if (pending()) (void)wait();
     event_ = o.event_;
     sharers_ = o.sharers_;
     stream_ = o.stream_;
     seq_ = o.seq_;
+    resident_ = o.resident_;
     error_ = std::move(o.error_);
     o.event_ = nullptr;
     o.sharers_ = nullptr;
+    o.resident_ = 0;
   }
   return *this;
 }
@@ -349,7 +357,7 @@ bool streamBusy(int device, CopyDir dir) {
   if (dir != CopyDir::kPeer) return busy(static_cast<int>(dir));
   for (int lane = 0; lane < lanes(); ++lane)
     if (busy(laneSlot(lane))) return true;
-  return false;
+  return residentBusy(device);
 }
 
 namespace {
@@ -393,7 +401,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
     e = cudaStreamSynchronize(s.value());
     if (e != cudaSuccess) return cudaFail("copy kernel", e);
     for (int i = 0; i < count; ++i) {
-      if (copies[i]->event_) (void)copies[i]->wait();
+      if (copies[i]->pending()) (void)copies[i]->wait();
       copies[i]->error_ = base::Status::ok();  // done: no event left to ask
     }
     countWindow(items, count);
@@ -403,7 +411,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
   int* sharers = new int(count);
   for (int i = 0; i < count; ++i) {
     GpuCopy& c = *copies[i];
-    if (c.event_) (void)c.wait();
+    if (c.pending()) (void)c.wait();
     c.event_ = ev.value();
     c.sharers_ = sharers;
     c.stream_ = device * kSlots + static_cast<int>(CopyDir::kPeer);
@@ -415,13 +423,24 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
 }
 
 GpuCopy::~GpuCopy() {
-  if (event_) (void)wait();
+  if (pending()) (void)wait();
 }
 
 base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int device, CopyDir dir, Issue issue,
-                            CopyIds ids) {
+                            CopyIds ids, bool resident) {
   if (n == 0) return base::Status::ok();
+  if (pending()) (void)wait();  // (a copy object is started once at a time)
   device = normalize(device);
+  resident = resident && dir == CopyDir::kPeer && residentFits(n);
+  if (resident) {
+    if (std::uint64_t k = residentPost(device, dst, src, n)) {
+      resident_ = device + 1;
+      seq_ = k;
+      stream_ = -1;
+      error_ = base::Status::ok();
+      return base::Status::ok();
+    }
+  }
   DeviceScope scope(device);
   int slot = static_cast<int>(dir);
   if (dir == CopyDir::kPeer && issue == Issue::kGraphLanes && lanes() > 1 && n >= lanesMin())
@@ -455,10 +474,19 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
   event_ = ev.value();
   stream_ = device * kSlots + slot;
   seq_ = order.issued.fetch_add(1, std::memory_order_release) + 1;
+  if (resident) residentWake(device);  // (where wanted: its launch overlaps this copy)
   return base::Status::ok();
 }
 
 bool GpuCopy::done(PollPass* pass) {
+  if (resident_) {
+    base::Status err;
+    int r = residentPoll(resident_ - 1, seq_, &err);
+    if (r == 0) return false;
+    if (r < 0) error_ = err;
+    resident_ = 0;
+    return true;
+  }
   if (!event_) return true;
   Order* order = nullptr;
   if (stream_ >= 0) {
@@ -499,6 +527,14 @@ bool GpuCopy::done(PollPass* pass) {
 }
 
 base::Status GpuCopy::wait() {
+  if (resident_) {
+    base::Status err;
+    int r;
+    for (int spins = 0; (r = residentPoll(resident_ - 1, seq_, &err)) == 0; ++spins)
+      if (spins > 64) std::this_thread::yield();
+    if (r < 0) error_ = err;
+    resident_ = 0;
+  }
   if (event_) {
     cudaError_t e = cudaEventSynchronize(static_cast<cudaEvent_t>(event_));
     if (e != cudaSuccess) error_ = cudaFail("copy", e);
@@ -518,6 +554,7 @@ void quiesceCopies() {
   }
   for (cudaStream_t s : all)
     if (cudaStreamSynchronize(s) != cudaSuccess) (void)cudaGetLastError();  // errors surface with the copies
+  residentQuiesce();
 }
 
 base::Status copySync(void* dst, const void* src, std::size_t n, int device, CopyDir dir) {
@@ -536,7 +573,7 @@ GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
   return *this;
 }
 GpuCopy::~GpuCopy() {}
-base::Status GpuCopy::start(void*, const void*, std::size_t n, int, CopyDir, Issue, CopyIds) {
+base::Status GpuCopy::start(void*, const void*, std::size_t n, int, CopyDir, Issue, CopyIds, bool) {
   if (n == 0) return base::Status::ok();
   return base::Status(base::Errc::kUnsupported, "GPU copy in a build without CUDA");
 }

@@ -102,9 +102,11 @@ class GpuCopy {
 
   // Starts copying n bytes; `device` is the GPU that owns the device side. `issue`: only for
   // copies whose both sides are GPU memory (kPeer, kStage); anything the graph cannot take is
-  // issued as a plain copy.
+  // issued as a plain copy. `resident`: a kPeer copy whose other side is on another GPU, both
+  // sides reachable by `device`'s SMs (the copy kernel's condition, startMany), which the
+  // resident copy kernel may take (mem/resident.hpp; not held back for a window by the caller).
   base::Status start(void* dst, const void* src, std::size_t n, int device, CopyDir dir,
-                     Issue issue = Issue::kMemcpy, CopyIds ids = {});
+                     Issue issue = Issue::kMemcpy, CopyIds ids = {}, bool resident = false);
   // True once the copy finished (or none was started). Errors surface in error() and wait().
   // Answered without the driver where a later copy on the same stream was seen done, or (with
   // `pass`) an earlier one was seen unfinished in the same pass.
@@ -124,7 +126,7 @@ class GpuCopy {
     std::size_t n;
   };
   static base::Status startMany(const Many* items, GpuCopy* const* copies, int count, int device);
-  bool pending() const { return event_ != nullptr; }
+  bool pending() const { return event_ != nullptr || resident_ != 0; }
   // Which of cgdr's streams the copy went to (-1: none started; distinct per device, direction and
   // peer lane).
   int stream() const { return stream_; }
@@ -136,6 +138,7 @@ class GpuCopy {
   void* event_ = nullptr;  // cudaEvent_t
   int* sharers_ = nullptr;  // a startMany event: how many copies still hold it (under the streams' mutex)
   int stream_ = -1;        // which of cgdr's streams (device * kSlots + slot: a direction or a peer lane)
+  int resident_ = 0;       // taken by the resident copy kernel of GPU resident_ - 1 (its number there: seq_)
   std::uint64_t seq_ = 0;  // its place on that stream (1, 2, ...)
   base::Status error_;
 };
@@ -145,10 +148,14 @@ class GpuCopy {
 // `asked`: completions asked of the driver (event or stream queries), `inferred`: answered from
 // a stream's order instead (PollPass, GpuCopy::done).
 // `batched`: copies moved by the copy kernel, in `kernels` launches (GpuCopy::startMany), the
-// largest of them `batchedLargest` bytes.
+// largest of them `batchedLargest` bytes. `resident`: copies the resident kernel took, in
+// `residentLaunches` launches; `residentRedone`: of them made on the copy engine after it left;
+// `residentNotRunning`, `residentFull`: copies it could have taken, made on the copy engine since
+// it was not running (after a first launch) or full.
 struct CopyCounts {
   unsigned long long graph = 0, repeated = 0, plain = 0, asked = 0, inferred = 0, batched = 0, kernels = 0,
-                     batchedLargest = 0;
+                     batchedLargest = 0, resident = 0, residentLaunches = 0, residentRedone = 0, residentNotRunning = 0,
+                     residentFull = 0;
 };
 CopyCounts copyCounts();
 
@@ -158,7 +165,8 @@ int peerLanes();
 std::size_t peerLanesMin();
 
 // Whether a copy cgdr put on (device, dir) has not been seen finished yet (its own records, no
-// driver call: a copy that finished unseen still counts); kPeer: on any of its peer lanes.
+// driver call: a copy that finished unseen still counts); kPeer: on any of its peer lanes or in
+// the resident copy kernel.
 bool streamBusy(int device, CopyDir dir);
 
 // Waits until every copy cgdr has put on its streams so far has finished (before memory such

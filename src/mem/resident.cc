@@ -1,0 +1,323 @@
+#include "mem/resident.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+
+#include "base/config.hpp"
+#include "base/log.hpp"
+#include "mem/gather.hpp"
+#include "mem/gpu_batch.hpp"
+#include "mem/gpu_copy.hpp"
+
+#if CGDR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace cgdr::mem {
+namespace {
+
+base::ChoiceSetting gResident(
+    "CGDR_CUDA_RESIDENT", "off", {"auto", "off", "always"},
+    "auto: lone small GPU-to-GPU copies to another GPU (a ping-pong's messages) taken by a copy kernel that stays "
+    "on the GPU while such copies come less than 100 us apart: a few stores to mapped host memory instead of a "
+    "copy-engine operation's issue and wait. It holds one block of 128 threads (part of one SM) while it runs, "
+    "leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the process's last MPI progress, and after 5 ms; a "
+    "cudaDeviceSynchronize or cudaFree meanwhile waits for it to leave. Never where the other side is on this GPU, "
+    "nor on a GPU another rank of the job shares without MPS. Off by default: on two H200s it moved 1 B-4 KiB D-D "
+    "latency by -1.4 to +0.5 us, by build and run, with no steady gain across containers (docs/performance.md, "
+    "forty-seventh session). always: started at the first such copy (tests).");
+base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "4K", "bytes",
+                                  "The largest copy CGDR_CUDA_RESIDENT takes (one block moves it: larger ones are "
+                                  "faster on the copy engine).");
+base::Setting<double> gIdle("CGDR_CUDA_RESIDENT_IDLE", "20", "us",
+                            "CGDR_CUDA_RESIDENT's kernel leaves after this long without a copy or an MPI progress "
+                            "step of its process. Anything that waits for the whole GPU (cudaDeviceSynchronize, "
+                            "cudaFree) waits for it to leave: up to this long after the process left MPI.");
+
+enum { kAuto, kOff, kAlways };
+constexpr std::uint64_t kLifeNs = 5'000'000;     // a kernel leaves after this long (a new one follows if needed)
+constexpr std::uint64_t kOftenNs = 100'000;      // copies this close together start it (a ping-pong's: 16-30 us)
+constexpr std::uint64_t kCheckNs = 1'000'000;    // a copy pending this long has its kernel's stream asked
+constexpr int kMaxDevices = 64;
+
+std::atomic<unsigned long long> gCopies{0}, gLaunches{0}, gRedone{0}, gNotRunning{0}, gFull{0};
+
+}  // namespace
+
+#if CGDR_HAVE_CUDA
+namespace {
+
+std::uint64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::uint64_t idleNs() {
+  static const std::uint64_t v = static_cast<std::uint64_t>(std::max(1.0, gIdle.get()) * 1000.0);
+  return v;
+}
+
+// One GPU's kernel. `floor`: every copy up to it is done (by an earlier kernel, or made on the copy
+// engine after that kernel left without it); the kernel of generation `gen` was launched with
+// `floor` == `posted` and writes `done` above it.
+struct Device {
+  std::mutex m;
+  ResidentBox* box = nullptr;  // mapped host memory (never freed: a kernel may still read it at exit)
+  ResidentBox* boxDev = nullptr;
+  cudaStream_t stream = nullptr;
+  std::uint64_t gen = 0, posted = 0;
+  std::atomic<std::uint64_t> floor{0};
+  GatherItem items[kResidentSlots] = {};  // what was posted, to make it here if the kernel left
+  std::uint64_t lastNs = 0;   // the last copy it could have taken
+  std::uint64_t checkNs = 0;  // its stream last asked
+  bool wanted = false, broken = false, prepared = false, shared = false;
+};
+
+Device* devices[kMaxDevices] = {};
+std::mutex devicesMutex;
+// The boxes made so far, for residentKeepAlive without a lock: devices 0 .. gBoxes - 1.
+std::atomic<ResidentBox*> gBox[kMaxDevices] = {};
+std::atomic<int> gBoxes{0};
+
+Device* deviceOf(int device, bool create) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  std::lock_guard lock(devicesMutex);
+  if (!devices[device] && create) devices[device] = new Device;  // outlives static destructors
+  return devices[device];
+}
+
+std::uint64_t load(const std::uint64_t& w) { return __atomic_load_n(&w, __ATOMIC_ACQUIRE); }
+
+std::uint64_t completed(const Device& d) {
+  std::uint64_t f = d.floor.load(std::memory_order_acquire);
+  if (!d.box) return f;
+  std::uint64_t done = load(d.box->done);
+  return done > f ? done : f;
+}
+
+bool running(const Device& d) {  // (d.m held)
+  return d.gen && load(d.box->started) == d.gen && load(d.box->exited) != d.gen;
+}
+bool launching(const Device& d) {  // launched, not started yet
+  return d.gen && load(d.box->started) != d.gen && load(d.box->exited) != d.gen;
+}
+
+base::Status fail(Device& d, const char* what, cudaError_t e) {
+  (void)cudaGetLastError();
+  d.broken = true;
+  std::string m = std::string("resident copy kernel: ") + what + ": " + cudaGetErrorString(e);
+  CGDR_LOG(kError, kCuda, "%s", m.c_str());
+  return base::Status(base::Errc::kCuda, m);
+}
+
+// Where the kernel of `gen` left (or ended without saying so) before taking every copy posted to
+// it, makes the rest on the copy engine and waits for them (d.m held). A kernel that failed
+// fails the copies.
+base::Status reap(Device& d, int device) {
+  if (!d.gen) return base::Status::ok();
+  DeviceScope scope(device);
+  if (load(d.box->exited) != d.gen) {
+    cudaError_t q = cudaStreamQuery(d.stream);
+    if (q == cudaErrorNotReady) return base::Status::ok();
+    if (q != cudaSuccess) return fail(d, "kernel", q);
+    // it ended without writing `exited`: it takes nothing more either
+  }
+  std::uint64_t from = completed(d);
+  if (from >= d.posted) return base::Status::ok();
+  for (std::uint64_t k = from + 1; k <= d.posted; ++k) {
+    const GatherItem& it = d.items[k % kResidentSlots];
+    cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(it.dst), reinterpret_cast<const void*>(it.src), it.n,
+                                    cudaMemcpyDefault, d.stream);
+    if (e != cudaSuccess) return fail(d, "copy after the kernel left", e);
+  }
+  cudaError_t e = cudaStreamSynchronize(d.stream);
+  if (e != cudaSuccess) return fail(d, "copy after the kernel left", e);
+  gRedone.fetch_add(d.posted - from, std::memory_order_relaxed);
+  d.floor.store(d.posted, std::memory_order_release);
+  return base::Status::ok();
+}
+
+}  // namespace
+
+bool residentFits(std::size_t n) {
+  static const std::size_t limit = gLimit.get().value;
+  static const bool on = gResident.get().index != kOff;
+  return on && n > 0 && n <= limit;
+}
+
+std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n) {
+  if (!residentFits(n)) return 0;
+  Device* d = deviceOf(device, true);
+  if (!d) return 0;
+  std::lock_guard lock(d->m);
+  if (d->broken) return 0;
+  std::uint64_t now = nowNs();
+  static const bool always = gResident.get().index == kAlways;
+  bool often = always || (d->lastNs && now - d->lastNs < kOftenNs);
+  d->lastNs = now;
+  if (d->shared) return 0;  // (a kernel still running leaves when idle)
+  if (!d->box || !running(*d)) {
+    if (often && !(d->box && launching(*d))) d->wanted = true;
+    if (d->gen) gNotRunning.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  if (d->posted - completed(*d) >= static_cast<std::uint64_t>(kResidentSlots)) {  // full: the engine
+    gFull.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  std::uint64_t seq = ++d->posted;
+  GatherItem it{reinterpret_cast<std::uint64_t>(src), reinterpret_cast<std::uint64_t>(dst), n};
+  d->items[seq % kResidentSlots] = it;
+  d->box->slot[seq % kResidentSlots] = it;
+  __atomic_store_n(&d->box->ring, seq, __ATOMIC_RELEASE);
+  gCopies.fetch_add(1, std::memory_order_relaxed);
+  return seq;
+}
+
+void residentWake(int device) {
+  Device* d = deviceOf(device, false);
+  if (!d) return;
+  std::lock_guard lock(d->m);
+  if (!d->wanted || d->broken) return;
+  d->wanted = false;
+  if (d->box && (running(*d) || launching(*d))) return;
+  DeviceScope scope(device);
+  if (!d->box) {
+    void* host = nullptr;
+    void* dev = nullptr;
+    cudaError_t e = cudaHostAlloc(&host, sizeof(ResidentBox), cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev, host, 0);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+      (void)fail(*d, "set-up", e);
+      return;
+    }
+    d->box = new (host) ResidentBox{};
+    d->boxDev = static_cast<ResidentBox*>(dev);
+    gBox[device].store(d->box, std::memory_order_release);
+    int n = gBoxes.load(std::memory_order_relaxed);
+    while (n < device + 1 && !gBoxes.compare_exchange_weak(n, device + 1, std::memory_order_release)) {
+    }
+  }
+  if (!reap(*d, device).isOk()) return;
+  if (!d->prepared) {  // both kernels loaded before this one runs (a lazy load may wait for it)
+    cudaError_t e = static_cast<cudaError_t>(prepareKernels());
+    if (e != cudaSuccess) {
+      d->broken = true;
+      (void)cudaGetLastError();
+      CGDR_LOG(kInfo, kCuda, "resident copy kernel unavailable (%s): small copies stay on the copy engine",
+               cudaGetErrorString(e));
+      return;
+    }
+    d->prepared = true;
+  }
+  std::uint64_t gen = d->gen + 1;
+  cudaError_t e = static_cast<cudaError_t>(
+      launchResident(d->boxDev, gen, d->posted, idleNs(), kLifeNs, d->stream));
+  if (e != cudaSuccess) {
+    d->broken = true;
+    (void)cudaGetLastError();
+    CGDR_LOG(kInfo, kCuda, "resident copy kernel cannot run on GPU %d (%s): small copies stay on the copy engine",
+             device, cudaGetErrorString(e));
+    return;
+  }
+  d->gen = gen;
+  d->floor.store(d->posted, std::memory_order_release);  // (reap left nothing above it undone)
+  d->checkNs = nowNs();
+  gLaunches.fetch_add(1, std::memory_order_relaxed);
+}
+
+int residentPoll(int device, std::uint64_t seq, base::Status* err) {
+  Device* d = deviceOf(device, false);
+  if (!d || !d->box) return 1;  // (nothing was ever posted there)
+  if (completed(*d) >= seq) return 1;
+  std::lock_guard lock(d->m);
+  if (completed(*d) >= seq) return 1;
+  std::uint64_t now = nowNs();
+  if (load(d->box->exited) == d->gen || now - d->checkNs >= kCheckNs) {
+    d->checkNs = now;
+    base::Status st = reap(*d, device);
+    if (!st.isOk()) {
+      *err = st;
+      return -1;
+    }
+  }
+  if (d->broken && completed(*d) < seq) {
+    *err = base::Status(base::Errc::kCuda, "resident copy kernel failed");
+    return -1;
+  }
+  return completed(*d) >= seq ? 1 : 0;
+}
+
+void residentShared(int device) {
+  Device* d = deviceOf(device, true);
+  if (!d) return;
+  std::lock_guard lock(d->m);
+  if (!d->shared) CGDR_LOG(kInfo, kCuda, "GPU %d is shared with a peer: no resident copy kernel there", device);
+  d->shared = true;
+  d->wanted = false;
+}
+
+void residentKeepAlive() {
+  static thread_local std::uint64_t lastNs = 0;
+  int n = gBoxes.load(std::memory_order_acquire);
+  if (n == 0) return;
+  std::uint64_t now = nowNs();
+  if (now - lastNs < 2000) return;  // (every 2 us at most: the kernel reads it over PCIe)
+  lastNs = now;
+  for (int i = 0; i < n; ++i)
+    if (ResidentBox* b = gBox[i].load(std::memory_order_acquire)) __atomic_store_n(&b->keep, now, __ATOMIC_RELAXED);
+}
+
+bool residentBusy(int device) {
+  if (device < 0 || device >= gBoxes.load(std::memory_order_acquire) || !gBox[device].load(std::memory_order_acquire))
+    return false;  // (never started there: no lock)
+  Device* d = deviceOf(device, false);
+  if (!d) return false;
+  std::lock_guard lock(d->m);
+  return d->posted > completed(*d);
+}
+
+void residentQuiesce() {
+  for (int i = 0; i < kMaxDevices; ++i) {
+    Device* d = deviceOf(i, false);
+    if (!d) continue;
+    std::uint64_t last;
+    {
+      std::lock_guard lock(d->m);
+      last = d->posted;
+    }
+    base::Status err;
+    for (int spins = 0; residentPoll(i, last, &err) == 0; ++spins)
+      if (spins > 64) std::this_thread::yield();
+  }
+}
+
+#else
+
+bool residentFits(std::size_t) { return false; }
+std::uint64_t residentPost(int, void*, const void*, std::size_t) { return 0; }
+void residentWake(int) {}
+void residentShared(int) {}
+void residentKeepAlive() {}
+int residentPoll(int, std::uint64_t, base::Status*) { return 1; }
+bool residentBusy(int) { return false; }
+void residentQuiesce() {}
+
+#endif
+
+ResidentCounts residentCounts() {
+  return {gCopies.load(std::memory_order_relaxed), gLaunches.load(std::memory_order_relaxed),
+          gRedone.load(std::memory_order_relaxed), gNotRunning.load(std::memory_order_relaxed),
+          gFull.load(std::memory_order_relaxed)};
+}
+
+}  // namespace cgdr::mem

@@ -1,0 +1,48 @@
+// The resident copy kernel's host side (device code: cgdr_resident in mem/gather_kernel.cu, its
+// mailbox mem/gather.hpp): per GPU, one block that stays on the GPU while lone small GPU-to-GPU
+// copies come often and takes each through a few stores to mapped host memory, instead of a
+// copy-engine operation's issue and wait. GpuCopy::start (mem/gpu_copy.hpp) uses it for copies
+// whose caller says the GPU's SMs reach both sides and that the other side is on another GPU.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "base/status.hpp"
+
+namespace cgdr::mem {
+
+// Copies of n bytes may go to the resident kernel (CGDR_CUDA_RESIDENT, CGDR_CUDA_RESIDENT_LIMIT;
+// nothing refused it on this process's GPUs).
+bool residentFits(std::size_t n);
+// Posts the copy to `device`'s resident kernel where it runs and has room: its number there (> 0);
+// else 0, nothing posted. Where the kernel does not run and such copies came less than 100 us
+// apart, marks it wanted: residentWake starts it.
+std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n);
+// Starts `device`'s kernel where residentPost found it wanted (called after the copy that went to
+// the copy engine instead was issued, so the launch overlaps it).
+void residentWake(int device);
+// Whether copy `seq` of `device` is done: 1 done, 0 not yet, -1 failed (*err says why). Where the
+// kernel left before it took the copy (its idle time ran out as the copy was posted), the copy is
+// made here on the copy engine first.
+int residentPoll(int device, std::uint64_t seq, base::Status* err);
+// Another process of the job uses `device` in turns with this one (a peer on the same GPU, no
+// MPS): the kernel is never started there again (staying on the GPU, it would hold it from that
+// process's work until its time slice ends).
+void residentShared(int device);
+// Tells the running kernels that this process is in MPI (its engine's progress steps): a kernel
+// leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the last such word, whichever is later.
+void residentKeepAlive();
+// Whether `device`'s kernel holds copies not yet seen done.
+bool residentBusy(int device);
+// Waits until every copy posted so far is done (before memory they may touch goes away).
+void residentQuiesce();
+
+// Copies the resident kernels took, launches, copies made on the copy engine after a kernel left
+// without them, and copies it could have taken that found it not running (not started, or left)
+// or full (CGDR_STATS).
+struct ResidentCounts {
+  unsigned long long copies = 0, launches = 0, redone = 0, notRunning = 0, full = 0;
+};
+ResidentCounts residentCounts();
+
+}  // namespace cgdr::mem
