@@ -1222,6 +1222,24 @@ void spin(int rank, cudaStream_t s, cudaEvent_t ev, int iters, void* mine, void*
     std::vector<unsigned long long> init(n / 8, 1000);
     check(cudaMemcpy(src, init.data(), n, cudaMemcpyHostToDevice), "spin init");
     unsigned long long expect = 1000;  // what rank 0's next message carries in each word
+    // One message on the copy engine (issued, its end seen by an event query), or through this
+    // rank's kernel (posted, its `done` awaited).
+    auto engineCopy = [&] {
+      check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s), "spin copy");
+      check(cudaEventRecord(ev, s), "record");
+      cudaError_t q;
+      while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+      }
+      check(q, "query");
+    };
+    auto kernelCopy = [&](unsigned long long k, const char* what) {
+      box->src = reinterpret_cast<unsigned long long>(src);
+      box->dst = reinterpret_cast<unsigned long long>(dst);
+      box->n = n;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      box->ring = k;
+      spinWait(&box->done, k, what);
+    };
     double res[3], alone[3];
     int bad = 0;
     for (int v = 0; v < 3; ++v) {
@@ -1241,20 +1259,10 @@ void spin(int rank, cudaStream_t s, cudaEvent_t ev, int iters, void* mine, void*
             continue;
           }
           if (v == 0) {
-            check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s), "spin copy");
-            check(cudaEventRecord(ev, s), "record");
-            cudaError_t q;
-            while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
-            }
-            check(q, "query");
+            engineCopy();
             flags[16 * rank] = seq;
           } else {
-            box->src = reinterpret_cast<unsigned long long>(src);
-            box->dst = reinterpret_cast<unsigned long long>(dst);
-            box->n = n;
-            std::atomic_thread_fence(std::memory_order_seq_cst);
-            box->ring = seq;
-            spinWait(&box->done, seq, "own kernel");
+            kernelCopy(seq, "own kernel");
             // rank 0 reads its buffer as rank 1's kernel left it; rank 1 reads what rank 0's wrote
             unsigned long long want = rank == 0 ? expect : expect + 1;
             if (box->got != want && bad++ < 3)
@@ -1277,22 +1285,8 @@ void spin(int rank, cudaStream_t s, cudaEvent_t ev, int iters, void* mine, void*
       if (rank == 0) {
         for (int it = 0; it < iters + 20; ++it) {
           double t0 = MPI_Wtime();
-          if (v == 0) {
-            check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s), "spin copy");
-            check(cudaEventRecord(ev, s), "record");
-            cudaError_t q;
-            while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
-            }
-            check(q, "query");
-          } else {
-            ++seq;
-            box->src = reinterpret_cast<unsigned long long>(src);
-            box->dst = reinterpret_cast<unsigned long long>(dst);
-            box->n = n;
-            std::atomic_thread_fence(std::memory_order_seq_cst);
-            box->ring = seq;
-            spinWait(&box->done, seq, "own kernel alone");
-          }
+          if (v == 0) engineCopy();
+          else kernelCopy(++seq, "own kernel alone");
           if (it >= 20) one.push_back(MPI_Wtime() - t0);
         }
         alone[v] = median(one);

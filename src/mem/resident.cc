@@ -237,7 +237,7 @@ void residentWake(int device) {
 
 int residentPoll(int device, std::uint64_t seq, base::Status* err) {
   Device* d = deviceOf(device, false);
-  if (!d || !d->box) return 1;  // (nothing was ever posted there)
+  if (!d || !gBox[device].load(std::memory_order_acquire)) return 1;  // (nothing was ever posted there)
   if (completed(*d) >= seq) return 1;
   std::lock_guard lock(d->m);
   if (completed(*d) >= seq) return 1;
