@@ -19,6 +19,7 @@
 #include "channel/cuda_vmm/link.hpp"
 #include "mem/gpu_copy.hpp"
 #include "mem/memtype.hpp"
+#include "mem/resident.hpp"
 #include "sched/select.hpp"
 
 namespace cgdr::engine {
@@ -76,11 +77,14 @@ class GpuPaths {
   // peer's cuMem allocation is mapped with access for `device`; legacy IPC memory on the same
   // GPU, or on another visible GPU with peer access to it; not where that GPU is invisible.
   bool smReaches(const GpuOffer& o, sched::Channel used, Place place, int device);
-  // Whether a lone copy between `device` and the bytes `o` describes may go to the resident copy
-  // kernel (mem/resident.hpp): the SMs reach them and they are on another GPU (on this one, a
-  // kernel that stays would hold the GPU from the other process's work, which runs in turns).
-  bool residentOk(const GpuOffer& o, sched::Channel used, Place place, int device) {
-    return (place == Place::kOtherVisible || place == Place::kInvisible) && smReaches(o, used, place, device);
+  // Whether a lone copy of n bytes between `device` and the bytes `o` describes may go to the
+  // resident copy kernel (mem/resident.hpp): it is on and takes n bytes (checked first: off by
+  // default, and smReaches takes the lock), the SMs reach them and they are on another GPU (on
+  // this one, a kernel that stays would hold the GPU from the other process's work, which runs in
+  // turns).
+  bool residentOk(const GpuOffer& o, sched::Channel used, Place place, int device, std::size_t n) {
+    return mem::residentFits(n) && (place == Place::kOtherVisible || place == Place::kInvisible) &&
+           smReaches(o, used, place, device);
   }
   // The host rail's capabilities for a destination at p (sched::Caps::otherGpu, otherGpuInvisible).
   static void railCaps(Place p, sched::Caps* caps) {

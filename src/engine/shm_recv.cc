@@ -157,7 +157,7 @@ bool ShmRecv::startPull(shm::Peer& from, const Unexpected& env, sched::Channel c
   b.len = expect_;
   std::uint64_t t = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   mem::CopyIds ids{dstAsync_ ? target_.mem().bufferId : 0, GpuPaths::peerMemoryId(from.worldRank, env.offer, ch)};
-  bool resident = dstAsync_ && paths->residentOk(env.offer, ch, place_, device_);
+  bool resident = dstAsync_ && paths->residentOk(env.offer, ch, place_, device_, expect_);
   held_ = dstAsync_ && e_.wouldHoldPull(expect_) && paths->smReaches(env.offer, ch, place_, device_) &&
           e_.holdPull(this, mem::GpuCopy::Many{dst_, src, expect_}, device_);
   if (held_) {  // started with the step's other pulls (releaseHeld)

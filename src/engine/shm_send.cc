@@ -236,7 +236,7 @@ bool ShmSend::startPush(const GpuOffer& t, std::uint64_t n) {
   if (!dst) return false;
   GpuPaths::Place place = e_.gpu()->placeOf(t, data_.mem().device);
   base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, false,
-                              e_.gpu()->residentOk(t, used, place, data_.mem().device));
+                              e_.gpu()->residentOk(t, used, place, data_.mem().device, n));
   if (!st.isOk()) {
     CGDR_LOG(kWarn, kCuda, "copy into the GPU buffer of rank %d failed (%s): streaming instead", peer_.worldRank,
              st.message().c_str());
@@ -310,7 +310,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
   bool mayHold = e_.wouldHoldPush(n, data_.mem().device) && paths->smReaches(t, used, place, data_.mem().device);
   base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, mayHold,
-                              paths->residentOk(t, used, place, data_.mem().device));
+                              paths->residentOk(t, used, place, data_.mem().device, n));
   if (!st.isOk()) {
     abort(st);
     return true;

@@ -31,7 +31,7 @@ base::ChoiceSetting gResident(
     "leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the process's last MPI progress, and after 5 ms; a "
     "cudaDeviceSynchronize or cudaFree meanwhile waits for it to leave. Never where the other side is on this GPU, "
     "nor on a GPU another rank of the job shares without MPS. Off by default: on two H200s it moved 1 B-4 KiB D-D "
-    "latency by -1.4 to +0.5 us, by build and run, with no steady gain across containers (docs/performance.md, "
+    "latency by -1.8 to +1.2 us, by build and run, with no steady gain across containers (docs/performance.md, "
     "forty-seventh session). always: started at the first such copy (tests).");
 base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "4K", "bytes",
                                   "The largest copy CGDR_CUDA_RESIDENT takes (one block moves it: larger ones are "
@@ -75,7 +75,6 @@ struct Device {
   cudaStream_t stream = nullptr;
   std::uint64_t gen = 0, posted = 0;
   std::atomic<std::uint64_t> floor{0};
-  GatherItem items[kResidentSlots] = {};  // what was posted, to make it here if the kernel left
   std::uint64_t lastNs = 0;   // the last copy it could have taken
   std::uint64_t checkNs = 0;  // its stream last asked
   bool wanted = false, broken = false, prepared = false, shared = false;
@@ -133,7 +132,7 @@ base::Status reap(Device& d, int device) {
   std::uint64_t from = completed(d);
   if (from >= d.posted) return base::Status::ok();
   for (std::uint64_t k = from + 1; k <= d.posted; ++k) {
-    const GatherItem& it = d.items[k % kResidentSlots];
+    const GatherItem& it = d.box->slot[k % kResidentSlots];  // (written by this CPU only)
     cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(it.dst), reinterpret_cast<const void*>(it.src), it.n,
                                     cudaMemcpyDefault, d.stream);
     if (e != cudaSuccess) return fail(d, "copy after the kernel left", e);
@@ -175,7 +174,6 @@ std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n
   }
   std::uint64_t seq = ++d->posted;
   GatherItem it{reinterpret_cast<std::uint64_t>(src), reinterpret_cast<std::uint64_t>(dst), n};
-  d->items[seq % kResidentSlots] = it;
   d->box->slot[seq % kResidentSlots] = it;
   __atomic_store_n(&d->box->ring, seq, __ATOMIC_RELEASE);
   gCopies.fetch_add(1, std::memory_order_relaxed);
