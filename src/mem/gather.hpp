@@ -27,13 +27,12 @@ struct GatherArgs {
 // copy engine on two H200s). The CPU writes slot[k % kResidentSlots] and then `ring` = k; the
 // kernel copies every posted message in order, fences to system scope, writes `done`, and leaves
 // when for its idle time neither a message came nor `keep` changed (the CPU changes it while its
-// process waits in MPI), when it has run its lifetime, or when `ring` has kResidentStop set,
-// writing `exited` = its generation last (after which it reads nothing more).
+// process waits in MPI) or when it has run its lifetime, writing `exited` = its generation last
+// (after which it reads nothing more).
 constexpr int kResidentSlots = 64;
 constexpr int kResidentThreads = 128;
-constexpr std::uint64_t kResidentStop = 1ull << 63;
 struct ResidentBox {
-  std::uint64_t ring;  // CPU: the last message posted (with kResidentStop: leave after it)
+  std::uint64_t ring;  // CPU: the last message posted
   std::uint64_t keep;  // CPU: changed while the process is in MPI (read with `ring`: one 16-byte load)
   std::uint64_t pad0[6];
   std::uint64_t started;  // kernel: the generation that runs (written when it starts)

@@ -8,7 +8,6 @@
 #include "mem/gather.hpp"
 
 using cgdr::mem::GatherArgs;
-using cgdr::mem::kResidentStop;
 using cgdr::mem::ResidentBox;
 
 namespace {
@@ -90,7 +89,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, unsigned long long ge
           break;
         }
         loadRingKeep(reinterpret_cast<const unsigned long long*>(&box->ring), &r, &k);
-        if ((r & ~kResidentStop) > seq || (r & kResidentStop)) {
+        if (r > seq) {
           asm volatile("fence.acq_rel.sys;" ::: "memory");  // the slots were written before `ring`
           break;
         }
@@ -105,8 +104,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, unsigned long long ge
       upTo = r;
     }
     __syncthreads();
-    const unsigned long long r = upTo;
-    const unsigned long long target = r & ~kResidentStop;
+    const unsigned long long target = upTo;  // (0: leave)
     if (target > seq) {
       bool wrote = false;
       for (unsigned long long k = seq + 1; k <= target; ++k) {
@@ -132,7 +130,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, unsigned long long ge
       }
       seq = target;
     }
-    if (r == 0 || (r & kResidentStop) || nowNs() - born > lifeNs) break;
+    if (target == 0 || nowNs() - born > lifeNs) break;
   }
   if (threadIdx.x == 0) {
     __threadfence_system();

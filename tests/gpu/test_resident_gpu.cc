@@ -1,0 +1,217 @@
+// The resident copy kernel (mem/resident.hpp) driven directly on GPU 0, both sides of each copy on
+// that GPU (skipped without a GPU). Run with CGDR_CUDA_RESIDENT=always and a short
+// CGDR_CUDA_RESIDENT_IDLE (tests/gpu/CMakeLists.txt), so that the kernel leaves and starts again
+// many times while copies come, some of them posted as it leaves: those are made on the copy
+// engine after it left (the redo path). Every byte of every copy is checked, against the copies
+// applied in order on the host; a kernel that faults fails its copies with a message instead of
+// leaving them pending.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "base/cuda.hpp"
+#include "mem/resident.hpp"
+
+using namespace cgdr;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+class Resident : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!base::cuda::usable()) GTEST_SKIP() << "no usable GPU: " << base::cuda::whyUnusable();
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    const char* mode = std::getenv("CGDR_CUDA_RESIDENT");
+    ASSERT_TRUE(mode && std::string(mode) == "always") << "run with CGDR_CUDA_RESIDENT=always";
+    ASSERT_TRUE(mem::residentFits(1) && mem::residentFits(4096) && !mem::residentFits(4097) && !mem::residentFits(0));
+  }
+};
+
+// Byte i of source message k: differs per message and per offset.
+std::uint8_t pattern(int k, std::size_t i) {
+  return static_cast<std::uint8_t>((i * 167 + k * 59 + (i >> 8) * 13) ^ (k >> 4) ^ 0x5a);
+}
+
+// Waits (polling) until copy `seq` of GPU 0 is done; false where it failed (*err says why) or
+// 20 s passed.
+bool waitDone(std::uint64_t seq, base::Status* err) {
+  const auto end = Clock::now() + std::chrono::seconds(20);
+  while (Clock::now() < end) {
+    int r = mem::residentPoll(0, seq, err);
+    if (r == 1) return true;
+    if (r < 0) return false;
+  }
+  *err = base::Status(base::Errc::kCuda, "timed out after 20 s");
+  return false;
+}
+
+void spinNs(std::uint64_t ns) {
+  const auto end = Clock::now() + std::chrono::nanoseconds(ns);
+  while (Clock::now() < end) {
+  }
+}
+
+constexpr std::size_t kSlot = 4096 + 64;  // one message's room in the source, one target's in dst
+constexpr int kMessages = 3000;
+constexpr int kTargets = 37;  // messages k and k + 37 write the same target: order shows
+
+// Messages of odd and edge sizes at odd offsets, from distinct sources into a few targets they
+// overwrite in turn. A message the kernel does not take (not running, starting, or full) is made
+// with cudaMemcpy after every earlier one is done, as the caller of residentPost does.
+struct Round {
+  std::vector<std::uint8_t> want;  // dst as the messages applied in order leave it
+  char* src = nullptr;
+  char* dst = nullptr;
+
+  static std::size_t size(int k) {
+    const std::size_t sizes[] = {1, 3, 8, 255, 256, 4095, 4096, 777, 2, 4093, 64, 1000};
+    return sizes[k % 12];
+  }
+  static std::size_t srcOffset(int k) { return k * kSlot + k % 7; }
+  static std::size_t dstOffset(int k) { return (k % kTargets) * kSlot + (k / kTargets) % 5; }
+
+  Round() : want(kTargets * kSlot, 0) {
+    std::vector<std::uint8_t> h(kMessages * kSlot, 0);
+    for (int k = 0; k < kMessages; ++k)
+      for (std::size_t i = 0; i < size(k); ++i) h[srcOffset(k) + i] = pattern(k, i);
+    EXPECT_EQ(cudaMalloc(&src, h.size()), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&dst, want.size()), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(src, h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemset(dst, 0, want.size()), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  ~Round() {
+    mem::residentQuiesce();
+    cudaFree(src);
+    cudaFree(dst);
+  }
+
+  // Sends every message with gaps of 0-4 us (the kernel's idle time is 2 us), then checks every
+  // byte of dst.
+  void run(unsigned seed) {
+    std::uint64_t last = 0;
+    base::Status err;
+    for (int k = 0; k < kMessages; ++k) {
+      char* d = dst + dstOffset(k);
+      const char* s = src + srcOffset(k);
+      std::uint64_t seq = mem::residentPost(0, d, s, size(k));
+      if (seq) {
+        last = seq;
+      } else {
+        if (last) {
+          ASSERT_TRUE(waitDone(last, &err)) << "message " << k << ": " << err.message();
+        }
+        ASSERT_EQ(cudaMemcpy(d, s, size(k), cudaMemcpyDeviceToDevice), cudaSuccess);
+        mem::residentWake(0);
+      }
+      for (std::size_t i = 0; i < size(k); ++i) want[dstOffset(k) + i] = pattern(k, i);
+      seed = seed * 1103515245u + 12345u;
+      spinNs((seed >> 8) % 4000);
+      if (k % 16 == 15 && last) {  // sometimes a poll between messages (as an engine's pass does)
+        int r = mem::residentPoll(0, last, &err);
+        ASSERT_GE(r, 0) << err.message();
+      }
+    }
+    if (last) {
+      ASSERT_TRUE(waitDone(last, &err)) << err.message();
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::uint8_t> got(want.size());
+    ASSERT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << "target " << i / kSlot << " byte " << i % kSlot;
+  }
+};
+
+}  // namespace
+
+// Rounds of messages until one of them was posted to a kernel that left without taking it (the
+// copy then made on the copy engine), each round byte-exact.
+TEST_F(Resident, CopiesLandInOrderAlsoWhenRedoneAfterTheKernelLeft) {
+  const mem::ResidentCounts before = mem::residentCounts();
+  const auto end = Clock::now() + std::chrono::seconds(30);
+  int rounds = 0;
+  do {
+    Round r;
+    r.run(1234u + rounds);
+    if (HasFatalFailure()) return;
+    ++rounds;
+  } while (mem::residentCounts().redone == before.redone && Clock::now() < end);
+  const mem::ResidentCounts after = mem::residentCounts();
+  std::printf("%d rounds of %d messages: %llu by the kernel in %llu launches, %llu redone after it left, "
+              "%llu while it did not run, %llu while full\n",
+              rounds, kMessages, after.copies - before.copies, after.launches - before.launches,
+              after.redone - before.redone, after.notRunning - before.notRunning, after.full - before.full);
+  EXPECT_GT(after.copies - before.copies, static_cast<unsigned long long>(kMessages / 4));
+  EXPECT_GE(after.launches - before.launches, 10ull) << "a 2 us idle time makes it leave often";
+  EXPECT_GT(after.redone, before.redone) << "no message was left by a kernel leaving in 30 s";
+  EXPECT_FALSE(mem::residentBusy(0));
+}
+
+// Same-size messages back to back with no gap: the kernel keeps running and takes nearly all.
+TEST_F(Resident, BackToBackMessagesStayOnTheKernel) {
+  const mem::ResidentCounts before = mem::residentCounts();
+  char* src = nullptr;
+  char* dst = nullptr;
+  constexpr int kCount = 2000;
+  ASSERT_EQ(cudaMalloc(&src, kCount * 64), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, kCount * 64), cudaSuccess);
+  std::vector<std::uint8_t> h(kCount * 64);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = pattern(static_cast<int>(i / 64), i % 64);
+  ASSERT_EQ(cudaMemcpy(src, h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dst, 0xee, h.size()), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  base::Status err;
+  std::uint64_t last = 0;
+  for (int k = 0; k < kCount; ++k) {
+    std::uint64_t seq = mem::residentPost(0, dst + k * 64, src + k * 64, 64);
+    if (!seq) {
+      ASSERT_EQ(cudaMemcpy(dst + k * 64, src + k * 64, 64, cudaMemcpyDeviceToDevice), cudaSuccess);
+      mem::residentWake(0);
+    } else {
+      last = seq;
+      ASSERT_TRUE(waitDone(seq, &err)) << err.message();  // a ping-pong: each one done before the next
+    }
+  }
+  ASSERT_NE(last, 0u) << "the kernel never ran";
+  std::vector<std::uint8_t> got(h.size());
+  ASSERT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], h[i]) << "message " << i / 64 << " byte " << i % 64;
+  const mem::ResidentCounts after = mem::residentCounts();
+  std::printf("%d messages: %llu by the kernel in %llu launches\n", kCount, after.copies - before.copies,
+              after.launches - before.launches);
+  EXPECT_GT(after.copies - before.copies, static_cast<unsigned long long>(kCount * 9 / 10));
+  cudaFree(src);
+  cudaFree(dst);
+}
+
+// A copy to an address that is not mapped on the GPU: the kernel faults, and the poll reports the
+// copy failed, naming the resident kernel and the CUDA error, within its 1 ms stream check (not
+// pending forever). The GPU's context is unusable afterwards: this test runs in its own process.
+TEST_F(Resident, FaultFailsTheCopyWithAMessage) {
+  if (!std::getenv("CGDR_TEST_RESIDENT_FAULT")) GTEST_SKIP() << "runs alone (gpu.resident_fault)";
+  char* src = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, 64), cudaSuccess);
+  ASSERT_EQ(cudaMemset(src, 1, 64), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::uint64_t seq = 0;
+  const auto end = Clock::now() + std::chrono::seconds(20);
+  while (!seq && Clock::now() < end) {
+    seq = mem::residentPost(0, reinterpret_cast<void*>(std::uintptr_t{0x1000}), src, 64);
+    if (!seq) mem::residentWake(0);
+  }
+  ASSERT_NE(seq, 0u) << "the kernel never ran";
+  base::Status err;
+  ASSERT_FALSE(waitDone(seq, &err)) << "a copy to an unmapped address reported done";
+  std::printf("the poll said: %s\n", err.message().c_str());
+  EXPECT_NE(err.message().find("resident copy kernel"), std::string::npos) << err.message();
+  EXPECT_EQ(err.message().find("timed out"), std::string::npos) << err.message();
+  EXPECT_EQ(mem::residentPost(0, src, src + 8, 8), 0u) << "a failed kernel takes nothing more";
+}
