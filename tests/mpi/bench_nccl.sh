@@ -6,7 +6,7 @@
 #   bench_nccl.sh gpu  RUN_MPI MPI LIBCGDR CGDR_BENCH   latency, bw and bibw through NCCL between
 #       two ranks with every byte checked (-c), D and V buffers, with cgdr preloaded (NCCL and cgdr
 #       in one process, as a PyTorch job under a cgdr-preloaded MPI) and without, and D D with each
-#       call synchronized; skipped without a GPU or an NCCL library (bench/find-nccl.sh)
+#       call synchronized; skipped without two GPUs or an NCCL library (bench/find-nccl.sh)
 set -u
 what=$1 run=$2 mpi=$3 lib=$4 bench=$5
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +34,10 @@ fi
 
 command -v nvidia-smi > /dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU' ||
   { echo "SKIP bench_nccl gpu: no GPU"; exit 77; }
+# NCCL refuses two ranks on one GPU (ncclInvalidUsage, "Duplicate GPU detected").
+if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+else ngpu=$(nvidia-smi -L | grep -c '^GPU'); fi
+[ "$ngpu" -ge 2 ] || { echo "SKIP bench_nccl gpu: NCCL needs one GPU per rank, $ngpu visible"; exit 77; }
 nccl=$("$top/bench/find-nccl.sh") || { echo "SKIP bench_nccl gpu: no NCCL library (bench/find-nccl.sh found none)"; exit 77; }
 echo "NCCL: $nccl"
 # MODE KINDS [--nccl-blocking]: the three tests through NCCL, 1 B .. 4 MiB, each size checked
