@@ -109,6 +109,9 @@ struct Round {
           ASSERT_TRUE(waitDone(last, &err)) << "message " << k << ": " << err.message();
         }
         ASSERT_EQ(cudaMemcpy(d, s, size(k), cudaMemcpyDeviceToDevice), cudaSuccess);
+        // (a device-to-device cudaMemcpy may return before it is done: a later message to the same
+        // target must not overtake it)
+        ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
         mem::residentWake(0);
       }
       for (std::size_t i = 0; i < size(k); ++i) want[dstOffset(k) + i] = pattern(k, i);
