@@ -32,11 +32,10 @@ if [ "$what" = args ]; then
   exit 0
 fi
 
-command -v nvidia-smi > /dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU' ||
-  { echo "SKIP bench_nccl gpu: no GPU"; exit 77; }
+. "$top/tests/mpi/gpus.sh"
+ngpu=$(visible_gpus)
+[ "$ngpu" -gt 0 ] || { echo "SKIP bench_nccl gpu: no GPU"; exit 77; }
 # NCCL refuses two ranks on one GPU (ncclInvalidUsage, "Duplicate GPU detected").
-if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
-else ngpu=$(nvidia-smi -L | grep -c '^GPU'); fi
 [ "$ngpu" -ge 2 ] || { echo "SKIP bench_nccl gpu: NCCL needs one GPU per rank, $ngpu visible"; exit 77; }
 nccl=$("$top/bench/find-nccl.sh") || { echo "SKIP bench_nccl gpu: no NCCL library (bench/find-nccl.sh found none)"; exit 77; }
 echo "NCCL: $nccl"

@@ -9,13 +9,9 @@
 set -u
 run=$1 mpi=$2 lib=$3 bench=$4
 fail() { echo "FAIL trace_done: $*"; exit 1; }
-command -v nvidia-smi > /dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU' ||
-  { echo "SKIP trace_done: no GPU"; exit 77; }
-if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then
-  ngpu=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
-else
-  ngpu=$(nvidia-smi -L | grep -c '^GPU')
-fi
+. "$(dirname "$0")/gpus.sh"
+ngpu=$(visible_gpus)
+[ "$ngpu" -gt 0 ] || { echo "SKIP trace_done: no GPU"; exit 77; }
 out=$(CGDR_TRACE_GPU=1 CGDR_STATS=1 "$run" 2 cgdr "$mpi" "$lib" "$bench" latency D D -m 1:65536 -i 50:10 -x 5:2 -c 2>&1)
 rc=$?
 echo "$out"
