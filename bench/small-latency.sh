@@ -5,6 +5,7 @@
 # more than the margins the targets ask for; the medians of alternated rounds are steadier.
 #   bench/small-latency.sh BUILD_DIR OUTDIR   (SMALL_ROUNDS, SMALL_RANGE, SMALL_ITERS)
 # SMALL_ALT="VAR=VALUE": one more Container-Opt and one more Native run per round with that setting (an A/B).
+# SMALL_BASE="VAR=VALUE ...": settings of every cgdr run (both sides of the A/B).
 # SMALL_CPUS="2,3 2,17": the CPU pairs the two ranks run on (default 2,3), each its own table; the
 # floor runs on the pair's first CPU. SMALL_BARE=1: also the bare two-process exchange without cgdr
 # (cgdr-ipc-probe's "push pp" at 8 bytes: one peer copy and a zero-byte MPI message a hop).
@@ -16,6 +17,8 @@ range=${SMALL_RANGE:-1:65536}
 iters=${SMALL_ITERS:-2000:20}
 rounds=${SMALL_ROUNDS:-3}
 cpus=${SMALL_CPUS:-2,3}
+base=()
+for v in ${SMALL_BASE:-}; do base+=(-x "$v"); done
 for ((r = 1; r <= rounds; ++r)); do
   for c in $cpus; do
     a=${c%%,*} z=${c#*,} tag=${c//,/_}
@@ -23,14 +26,14 @@ for ((r = 1; r <= rounds; ++r)); do
     taskset -c "$a" "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" > "$out/floorlog-$tag.$r" 2>&1
     awk '/^ *[0-9]/ {print $1, $2}' "$out/floorlog-$tag.$r" > "$out/floor-$tag.$r"
     awk '/^ *[0-9]/ && NF >= 9 {print $1, $9}' "$out/floorlog-$tag.$r" > "$out/floormean-$tag.$r"
-    timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "$b" latency D D -m "$range" -i $iters \
+    timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" "$b" latency D D -m "$range" -i $iters \
       2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/native-$tag.$r"
-    timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" -- "$b" latency D D -m "$range" -i $iters \
+    timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" latency D D -m "$range" -i $iters \
       2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/opt-$tag.$r"
     if [ -n "${SMALL_ALT:-}" ]; then
-      timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" -x "$SMALL_ALT" -- "$b" latency D D -m "$range" -i $iters \
+      timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -x "$SMALL_ALT" -- "$b" latency D D -m "$range" -i $iters \
         2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt-$tag.$r"
-      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" -x "$SMALL_ALT" "$b" latency D D \
+      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" -x "$SMALL_ALT" "$b" latency D D \
         -m "$range" -i $iters 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/natalt-$tag.$r"
     fi
     if [ "${SMALL_BARE:-0}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ]; then

@@ -107,7 +107,7 @@ void GpuPaths::activateHeapIfNeeded() {
 
 GpuPaths::~GpuPaths() {
 #if CGDR_HAVE_CUDA
-  for (void* p : pinned_) cudaHostUnregister(p);
+  for (auto& [p, mapped] : pinned_) cudaHostUnregister(p);
   (void)cudaGetLastError();
 #endif
   ipcIn_.closeAll();
@@ -399,19 +399,28 @@ void* GpuPaths::peerRing(int w, std::uint64_t id, std::size_t need, int device) 
   return link_->mapping(w, id, need, device);
 }
 
-void GpuPaths::pin(void* p, std::size_t n) {
+void* GpuPaths::pin(void* p, std::size_t n) {
 #if CGDR_HAVE_CUDA
   std::lock_guard lock(mutex_);
-  if (!pinned_.insert(p).second) return;
-  if (cudaHostRegister(p, n, cudaHostRegisterPortable) != cudaSuccess) {
+  auto [it, fresh] = pinned_.try_emplace(p, nullptr);
+  if (!fresh) return it->second;
+  if (cudaHostRegister(p, n, cudaHostRegisterPortable | cudaHostRegisterMapped) != cudaSuccess) {
     (void)cudaGetLastError();  // already registered by someone, or not allowed: copies still work
     CGDR_LOG(kDebug, kCuda, "cudaHostRegister of %zu bytes of shared memory failed", n);
-  } else {
-    ++pinnedOk_;
+    return nullptr;
   }
+  ++pinnedOk_;
+  void* dev = nullptr;
+  if (cudaHostGetDevicePointer(&dev, p, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    dev = nullptr;
+  }
+  it->second = dev;
+  return dev;
 #else
   (void)p;
   (void)n;
+  return nullptr;
 #endif
 }
 

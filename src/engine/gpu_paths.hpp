@@ -78,8 +78,8 @@ class GpuPaths {
   // GPU, or on another visible GPU with peer access to it; not where that GPU is invisible.
   bool smReaches(const GpuOffer& o, sched::Channel used, Place place, int device);
   // Whether a lone copy of n bytes between `device` and the bytes `o` describes may go to the
-  // resident copy kernel (mem/resident.hpp): it is on and takes n bytes (checked first: off by
-  // default, and smReaches takes the lock), the SMs reach them and they are on another GPU (on
+  // resident copy kernel (mem/resident.hpp): it is on and takes n bytes (checked first: a small
+  // message's test, and smReaches takes the lock), the SMs reach them and they are on another GPU (on
   // this one, a kernel that stays would hold the GPU from the other process's work, which runs in
   // turns).
   bool residentOk(const GpuOffer& o, sched::Channel used, Place place, int device, std::size_t n) {
@@ -143,9 +143,10 @@ class GpuPaths {
     if (device >= 0) home_.compare_exchange_strong(none, device);
   }
 
-  // Page-locks host memory once (shared-memory chunks), so copies to and from it are asynchronous
-  // and run at full speed. Failure only costs speed.
-  void pin(void* p, std::size_t n);
+  // Page-locks host memory once (shared-memory segments), so copies to and from it are
+  // asynchronous and run at full speed, and maps it for the GPUs: the address of p there, or
+  // nullptr where it could not be page-locked or mapped (that only costs speed).
+  void* pin(void* p, std::size_t n);
   // Regions pin() page-locked, and those the driver refused (CGDR_STATS).
   std::pair<std::size_t, std::size_t> pinCounts() {
     std::lock_guard lock(mutex_);
@@ -188,7 +189,7 @@ class GpuPaths {
   // is not plain device memory. zc: also check cuMem exportability (once per allocation).
   Export* exportOf(const void* p, std::size_t n, bool zc, const mem::MemInfo& known);
   std::unordered_map<std::uint64_t, Export> exports_;  // by allocation base
-  std::unordered_set<void*> pinned_;
+  std::unordered_map<void*, void*> pinned_;  // page-locked region -> its GPU address (or nullptr)
   std::size_t pinnedOk_ = 0;
   // GPU UUIDs of this process's devices by ordinal, read on first use (mutex_ held).
   const std::uint8_t* uuidOf(int device);  // also fills mps_ (both under mutex_)

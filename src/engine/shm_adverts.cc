@@ -84,8 +84,9 @@ bool ShmEngine::withdrawAdvert(ShmRecv* r, bool forget) {
   return true;
 }
 
-// ADVERT_DONE / ADVERT_ABORT: the sender that claimed advert c.msgId delivered (or could not).
-void ShmEngine::advertEnded(shm::Peer& p, const shm::CtlRecord& c) {
+// ADVERT_DONE / ADVERT_ABORT: the sender that claimed advert c.msgId delivered (or could not);
+// byWord: an ADVERT_DONE read from the advert's `delivered` word (drainDelivered).
+void ShmEngine::advertEnded(shm::Peer& p, const shm::CtlRecord& c, bool byWord) {
   auto& live = adverts_[p.local];
   auto it = std::find_if(live.begin(), live.end(), [&](const LiveAdvert& a) { return a.idx == c.msgId; });
   if (it == live.end()) {
@@ -104,12 +105,35 @@ void ShmEngine::advertEnded(shm::Peer& p, const shm::CtlRecord& c) {
   }
   if (static_cast<shm::CtlType>(c.type) == shm::CtlType::kAdvertDone) {
     ++stats_.advertsClaimed;
+    if (byWord) ++stats_.advertsDelivered;
     traceDoneSeen(p, c.sentNs);
     r->onAdvertDone(p, c.len);
   } else {
     r->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
                                                 " could not copy the message's GPU data"));
   }
+}
+
+// A sender's GPU set the `delivered` word of one of p's live adverts (the bytes are fenced in the
+// buffer before it): that advert ends as with ADVERT_DONE, no record follows.
+bool ShmEngine::drainDelivered(shm::Peer& p) {
+  auto& live = adverts_[p.local];
+  bool any = false;
+  for (std::size_t i = 0; i < live.size();) {
+    std::uint64_t len = 0;
+    if (!p.advertsIn.delivered(live[i].idx, &len)) {
+      ++i;
+      continue;
+    }
+    shm::CtlRecord c{};
+    c.type = static_cast<std::uint32_t>(shm::CtlType::kAdvertDone);
+    c.msgId = live[i].idx;
+    c.len = len;
+    advertEnded(p, c, true);  // (erases live[i])
+    any = true;
+    if (p.dead) break;
+  }
+  return any;
 }
 
 }  // namespace cgdr::engine

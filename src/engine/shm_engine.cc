@@ -29,6 +29,12 @@ namespace {
 base::Setting<bool> gStats("CGDR_STATS", "0", "", "Print the engine's counters (messages per protocol, peak "
                                                    "unexpected bytes) at MPI_Finalize.");
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+base::Setting<bool> gDeliveredByGpu(
+    "CGDR_CUDA_RESIDENT_NOTIFY", "1", "",
+    "A receive this rank advertised to a co-located sender may be ended by that sender's resident copy kernel "
+    "(CGDR_CUDA_RESIDENT) itself: it sets a word in this rank's shared segment after the copy's fence, which this "
+    "rank polls, instead of the sender's record once its CPU has seen the copy done. 0: by the record only (this "
+    "rank's senders follow what it announces).");
 }  // namespace
 
 base::Status ShmEngine::start(MPI_Comm world) {
@@ -41,6 +47,7 @@ base::Status ShmEngine::start(MPI_Comm world) {
   if (!some) return base::Status::ok();  // nobody shares memory with anybody: no engine
   if (local.size() <= 1) local.clear();  // alone on its host: no peers, but the wire-up is collective
   shm::Config cfg = shm::configFromSettings();
+  if (gDeliveredByGpu.get()) cfg.features |= shm::kFeatureDeliveredWords;  // (this rank polls them)
   auto ep = shm::Endpoint::open(world, t.me.nonce, local, cfg);
   if (!ep.isOk()) return ep.status();
   auto gpu = GpuPaths::open(world, t.me.nonce, local, cfg.devSlots);  // collective too
@@ -56,6 +63,8 @@ base::Status ShmEngine::start(MPI_Comm world) {
   e->outbound_.resize(local.size());
   e->adverts_.resize(local.size());
   e->pinned_.assign(local.size(), 0);
+  e->segMapped_.assign(local.size(), nullptr);
+  e->pollDelivered_ = (cfg.features & shm::kFeatureDeliveredWords) != 0;
   e->ctlBacklog_.resize(local.size());
   instance_ = e;
   return base::Status::ok();
@@ -92,9 +101,12 @@ void ShmEngine::stop() {
       CGDR_LOG(kWarn, kShm, "stats: host chunks not page-locked for %llu GPU copies (a missed pinFor)",
                static_cast<unsigned long long>(s.unpinnedCopies));
     if (s.advertised)
-      CGDR_LOG(kWarn, kShm, "stats: adverts: %llu receives advertised, %llu claimed by their sender, %llu retracted",
+      CGDR_LOG(kWarn, kShm,
+               "stats: adverts: %llu receives advertised, %llu claimed by their sender (%llu ended by a word its GPU "
+               "set), %llu retracted; this rank's GPU set %llu such words",
                static_cast<unsigned long long>(s.advertised), static_cast<unsigned long long>(s.advertsClaimed),
-               static_cast<unsigned long long>(s.advertsRetracted));
+               static_cast<unsigned long long>(s.advertsDelivered), static_cast<unsigned long long>(s.advertsRetracted),
+               static_cast<unsigned long long>(s.deliveredByGpu));
     if (s.advertWaits)
       CGDR_LOG(kWarn, kShm,
                "stats: advert waits: %llu blocking sends waited, %llu found one (%.2f us on average, longest %.1f us), "
@@ -211,10 +223,23 @@ bool ShmEngine::receivingFrom(const shm::Peer& p) const {
   return false;
 }
 
+// Whole segments: the chunks (this rank's D2H copies land in its own, its H2D copies read p's),
+// and p's advert slots, whose `delivered` words this rank's resident copy kernel may set.
 void ShmEngine::pinChunks(const shm::Peer& p) {
-  gpu_->pin(ep_->chunk(0), ep_->chunkRegionBytes());  // this rank's: its D2H copies land there
-  gpu_->pin(ep_->chunkRegion(p), ep_->chunkRegionBytes());  // p's: this rank's H2D copies read it
+  gpu_->pin(ep_->segment(), ep_->segmentBytes());
+  segMapped_[p.local] = static_cast<char*>(gpu_->pin(p.segment, ep_->segmentBytes()));
   pinned_[p.local] = 1;
+}
+
+bool ShmEngine::deliveredFlag(shm::Peer& p, std::uint64_t idx, std::uint64_t len, mem::DoneFlag* f) {
+  *f = mem::DoneFlag{};
+  char* mapped = segMapped_[p.local];
+  if (!(p.features & shm::kFeatureDeliveredWords) || !mapped || len == 0 || len > shm::kDeliveredMax) return false;
+  std::uint64_t* word = p.advertsOut.deliveredAt(idx);
+  f->host = word;
+  f->device = reinterpret_cast<std::uint64_t>(mapped + (reinterpret_cast<char*>(word) - p.segment));
+  f->value = shm::deliveredWord(idx, len);
+  return true;
 }
 
 void ShmEngine::expectData(shm::Peer& p, std::uint64_t msgId, ShmRecv* r) { dataRecvs_[dataKey(p, msgId)] = r; }
@@ -541,6 +566,7 @@ bool ShmEngine::step() {
   for (auto& p : ep_->peers()) {
     if (p->dead) continue;
     any = drainControl(*p) | any;
+    if (pollDelivered_ && !adverts_[p->local].empty()) any = drainDelivered(*p) | any;
     any = drainMessages(*p) | any;
   }
   draining_ = false;

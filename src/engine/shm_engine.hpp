@@ -138,18 +138,22 @@ class ShmEngine {
   // the rail would otherwise take.
   bool sendingTo(const channel::shm::Peer& p) const;
   bool receivingFrom(const channel::shm::Peer& p) const;
-  // Page-locks the host chunks a GPU message with p may be copied through (this rank's and p's)
-  // before the first one needs them: once per peer, at the first GPU message with it (engine mutex
+  // Page-locks (and maps for the GPUs) this rank's and p's segments — the host chunks a GPU message
+  // with p may be copied through, p's advert slots (deliveredFlag) — before the first one needs them: once per peer, at the first GPU message with it (engine mutex
   // held). The only way chunks get page-locked: a send from GPU memory calls it when posted
   // (ShmSend::tryPost), a receive into GPU memory or of a GPU message when its rendezvous starts
   // (ShmRecv::startRendezvous; a receive naming its source already when started). Every copy
-  // through the chunks with GPU memory follows one of these. cudaHostRegister of a chunk
-  // region costs milliseconds; done at the first block copied through the chunks (the host
+  // through the chunks with GPU memory follows one of these. cudaHostRegister of a segment
+  // costs milliseconds; done at the first block copied through the chunks (the host
   // pipeline, the rail), it could fall inside a bandwidth run's timed windows (100 windows of 1 MiB
   // messages took 32 ms instead of 10: docs/performance.md, thirty-second session).
   void pinFor(const channel::shm::Peer& p) {
     if (gpu_ && !pinned_[p.local]) pinChunks(p);
   }
+  // The `delivered` word of p's advert idx (claimed by this rank) for a copy of len bytes, as a
+  // flag this rank's GPUs can set (p's segment mapped for them by pinFor); false (*f unusable)
+  // where it is not mapped or len does not fit the word.
+  bool deliveredFlag(channel::shm::Peer& p, std::uint64_t idx, std::uint64_t len, mem::DoneFlag* f);
   // Counts a block copied between GPU memory and the chunks shared with p before pinFor(p): a path
   // that skipped the page-locking above (CGDR_STATS prints the count; the GPU tests fail on it).
   void checkPinned(const channel::shm::Peer& p) {
@@ -197,7 +201,7 @@ class ShmEngine {
   // matched, p's unclaimed adverts are retracted and its claimed ones' receives leave the queue.
   void advertise(ShmRecv& r, CtxQueues& q);
   void resolveAdverts(channel::shm::Peer& p);
-  void advertEnded(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
+  void advertEnded(channel::shm::Peer& p, const channel::shm::CtlRecord& c, bool byWord = false);
   struct LiveAdvert {
     std::uint64_t idx;
     ShmRecv* recv;  // nullptr: the receive is gone, its delivery is ignored
@@ -205,6 +209,12 @@ class ShmEngine {
   };
   std::vector<std::deque<LiveAdvert>> adverts_;  // per peer local index, oldest first
   std::vector<char> pinned_;  // per peer local index: pinFor done
+  std::vector<char*> segMapped_;  // per peer local index: its segment's address on the GPUs (pinFor), or nullptr
+  // The `delivered` words of p's live adverts (set by a sender's GPU instead of ADVERT_DONE),
+  // polled where this rank announced it does (CGDR_CUDA_RESIDENT_NOTIFY; its senders follow what
+  // it announced, not their own setting).
+  bool drainDelivered(channel::shm::Peer& p);
+  bool pollDelivered_ = false;
   void pinChunks(const channel::shm::Peer& p);
 
   static ShmEngine* instance_;
@@ -244,6 +254,8 @@ class ShmEngine {
     std::uint64_t railedBoth = 0;             // of them, with traffic both ways
     std::uint64_t railLate = 0, railEarly = 0;  // of those, tails that landed late (the governor cuts, down to its floor), or first
     std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
+    std::uint64_t advertsDelivered = 0;  // of those claimed: ended by their `delivered` word
+    std::uint64_t deliveredByGpu = 0;    // sender side: adverts whose word the resident kernel set
     std::uint64_t advertWaits = 0, advertWaitFound = 0, advertWaitRanOut = 0;  // blocking senders
     std::uint64_t advertWaitNs = 0, advertWaitLongestNs = 0;  // of the waits that found one: in all, longest
     std::uint64_t heldPushes = 0, heldPulls = 0;  // held copies the copy kernel moved (releaseHeld)

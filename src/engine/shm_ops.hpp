@@ -84,9 +84,10 @@ class ShmSend final : public base::Op {
   // Starts the one copy into the mapped buffer; false (reported) if it cannot start.
   // mayHold: the copy may wait to join a window moved by the copy kernel (ShmEngine::holdPush);
   // resident: started alone (now, or released alone), it may go to the resident copy kernel
-  // (GpuPaths::residentOk).
+  // (GpuPaths::residentOk); flag: the advert's `delivered` word that kernel then sets itself
+  // (ShmEngine::deliveredFlag: the receiver learns of the copy without this CPU in between).
   base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue, std::uint64_t n,
-                         bool mayHold = false, bool resident = false);
+                         bool mayHold = false, bool resident = false, const mem::DoneFlag* flag = nullptr);
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
   // *none: the receiver had no advert posted at all.
   bool tryClaim(std::uint64_t t0, bool* none);
@@ -115,6 +116,7 @@ class ShmSend final : public base::Op {
   mem::Issue heldIssue_ = mem::Issue::kMemcpy;
   mem::CopyIds heldIds_;
   bool heldResident_ = false;  // started alone, the copy may go to the resident copy kernel
+  mem::DoneFlag heldFlag_;     // and set the advert's `delivered` word (unusable: none)
   std::uint64_t advert_ = 0;  // the receiver's advert this send claimed (its completion names it)
   GpuPaths::Ring ring_;
   std::deque<CopyBlock> inflight_;

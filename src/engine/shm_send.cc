@@ -153,7 +153,8 @@ bool ShmSend::pumpPush(mem::PollPass* pass) {
       }
       if (b.issuedNs) e_.trace(ShmEngine::kTrCopyRun, b.issuedNs);
       pushPending_ = false;
-      if (advert_) e_.notify(peer_, shm::CtlType::kAdvertDone, advert_, pushLen_);
+      if (advert_ && b.copy.flagged()) ++e_.stats().deliveredByGpu;  // the advert's word is set: no record
+      else if (advert_) e_.notify(peer_, shm::CtlType::kAdvertDone, advert_, pushLen_);
       else e_.notify(peer_, shm::CtlType::kPushed, msgId_, pushLen_);
     } else if (!async_) {
       return false;
@@ -184,7 +185,7 @@ void* ShmSend::mapTarget(const GpuOffer& t, sched::Channel prefer, sched::Channe
 }
 
 base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue,
-                                std::uint64_t n, bool mayHold, bool resident) {
+                                std::uint64_t n, bool mayHold, bool resident, const mem::DoneFlag* flag) {
   int device = data_.mem().device;
   mem::CopyIds ids{GpuPaths::peerMemoryId(peer_.worldRank, t, used), data_.mem().bufferId};
   if (mayHold) {
@@ -197,6 +198,7 @@ base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel use
     heldIssue_ = issue;
     heldIds_ = ids;
     heldResident_ = resident;
+    heldFlag_ = flag ? *flag : mem::DoneFlag{};
     held_ = e_.holdPush(this, mem::GpuCopy::Many{dst, data_.gpuData(), n}, device);
     if (held_) return base::Status::ok();
   }
@@ -204,7 +206,7 @@ base::Status ShmSend::issuePush(void* dst, const GpuOffer& t, sched::Channel use
   b.len = n;
   std::uint64_t t0 = ShmEngine::tracing() ? ShmEngine::traceNow() : 0;
   base::Status st =
-      b.copy.start(dst, data_.gpuData(), n, device, mem::CopyDir::kPeer, issue, ids, resident);
+      b.copy.start(dst, data_.gpuData(), n, device, mem::CopyDir::kPeer, issue, ids, resident, flag);
   if (t0) {
     e_.trace(ShmEngine::kTrCopyIssue, t0);
     b.issuedNs = ShmEngine::traceNow();
@@ -223,7 +225,7 @@ void ShmSend::releaseHeld(bool started) {
   if (ShmEngine::tracing()) pushBlock_.issuedNs = ShmEngine::traceNow();
   if (started) return;
   base::Status st = pushBlock_.copy.start(heldDst_, data_.gpuData(), pushLen_, data_.mem().device,
-                                          mem::CopyDir::kPeer, heldIssue_, heldIds_, heldResident_);
+                                          mem::CopyDir::kPeer, heldIssue_, heldIds_, heldResident_, &heldFlag_);
   if (!st.isOk()) abort(st);
 }
 
@@ -309,8 +311,10 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   e_.countChannel(used, n);
   if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
   bool mayHold = e_.wouldHoldPush(n, data_.mem().device) && paths->smReaches(t, used, place, data_.mem().device);
-  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, mayHold,
-                              paths->residentOk(t, used, place, data_.mem().device, n));
+  bool resident = paths->residentOk(t, used, place, data_.mem().device, n);
+  mem::DoneFlag flag;
+  if (resident) e_.deliveredFlag(peer_, a.idx, n, &flag);
+  base::Status st = issuePush(dst, t, used, GpuPaths::issueFor(place), n, mayHold, resident, &flag);
   if (!st.isOk()) {
     abort(st);
     return true;

@@ -28,7 +28,9 @@ struct GatherArgs {
 // kernel copies every posted message in order, fences to system scope, writes `done`, and leaves
 // when for its idle time neither a message came nor `keep` changed (the CPU changes it while its
 // process waits in MPI) or when it has run its lifetime, writing `exited` = its generation last
-// (after which it reads nothing more).
+// (after which it reads nothing more). A slot may name a flag: a word of mapped host memory
+// (e.g. a peer's shared segment) that the kernel sets to `value` after the copy's fence and
+// before `done`, so that another process learns of the copy without this CPU in between.
 constexpr int kResidentSlots = 64;
 constexpr int kResidentThreads = 128;
 struct ResidentBox {
@@ -39,7 +41,13 @@ struct ResidentBox {
   std::uint64_t done;     // kernel: every message up to this one copied and fenced
   std::uint64_t exited;   // kernel: the generation that left (written after its last `done`)
   std::uint64_t pad1[5];
-  GatherItem slot[kResidentSlots];
+  struct Slot {
+    GatherItem item;
+    std::uint64_t flag;  // device address of the flag (0: none)
+    std::uint64_t value;
+    std::uint64_t pad[3];  // one cache line: read by one warp load
+  } slot[kResidentSlots];
 };
+static_assert(sizeof(ResidentBox::Slot) == 64);
 
 }  // namespace cgdr::mem

@@ -68,11 +68,14 @@ extern "C" __global__ void cgdr_gather(GatherArgs a) {
 
 // The resident copy kernel (mem/gather.hpp): one block of kResidentThreads. Generation `gen`,
 // started with every message up to `seq` already taken care of; leaves after `idleNs` without a
-// message or once it has run `lifeNs` (checked between messages).
+// message or once it has run `lifeNs` (checked between messages). A batch's flags are written
+// after its copies' fence, before its `done`.
 extern "C" __global__ void cgdr_resident(ResidentBox* box, unsigned long long gen, unsigned long long seq,
                                          unsigned long long idleNs, unsigned long long lifeNs) {
+  constexpr int kSlots = cgdr::mem::kResidentSlots;
   __shared__ unsigned long long upTo;
-  __shared__ cgdr::mem::GatherItem item;
+  __shared__ unsigned long long slotWords[8];  // the slot being copied (one cache line)
+  __shared__ unsigned long long flagAt[kSlots], flagValue[kSlots];  // the batch's flags (thread 0)
   volatile ResidentBox* v = box;
   const unsigned long long born = nowNs();
   if (threadIdx.x == 0) {
@@ -104,28 +107,30 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, unsigned long long ge
       upTo = r;
     }
     __syncthreads();
-    const unsigned long long target = upTo;  // (0: leave)
+    const unsigned long long target = upTo;  // (0: leave; never more than kSlots above seq)
     if (target > seq) {
       bool wrote = false;
       for (unsigned long long k = seq + 1; k <= target; ++k) {
-        if (threadIdx.x == 0) {
-          const volatile cgdr::mem::GatherItem& s = v->slot[k % cgdr::mem::kResidentSlots];
-          item.src = s.src;
-          item.dst = s.dst;
-          item.n = s.n;
-        }
+        if (threadIdx.x < 8)  // one warp load of the slot's line from host memory
+          slotWords[threadIdx.x] = reinterpret_cast<const volatile unsigned long long*>(&box->slot[k % kSlots])[threadIdx.x];
         __syncthreads();
-        const cgdr::mem::GatherItem it = item;
+        const cgdr::mem::GatherItem it{slotWords[0], slotWords[1], slotWords[2]};
+        if (threadIdx.x == 0) {
+          flagAt[k % kSlots] = slotWords[3];
+          flagValue[k % kSlots] = slotWords[4];
+        }
         wrote = wrote || threadIdx.x < it.n;
         copyItem(it, threadIdx.x, blockDim.x);
-        __syncthreads();  // (item is read again for the next message)
+        __syncthreads();  // (slotWords is read again for the next message)
       }
-      // The copies reach the peer's GPU before `done` reaches host memory: each writer's fence, then
-      // the block's barrier, then the fence of the thread that writes it.
+      // The copies reach the peer's GPU before a flag or `done` reaches host memory: each writer's
+      // fence, then the block's barrier, then the fence of the thread that writes them.
       if (wrote) __threadfence_system();
       __syncthreads();
       if (threadIdx.x == 0) {
         __threadfence_system();
+        for (unsigned long long k = seq + 1; k <= target; ++k)
+          if (flagAt[k % kSlots]) *reinterpret_cast<volatile unsigned long long*>(flagAt[k % kSlots]) = flagValue[k % kSlots];
         v->done = target;
       }
       seq = target;

@@ -322,6 +322,7 @@ GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
     stream_ = o.stream_;
     seq_ = o.seq_;
     resident_ = o.resident_;
+    flagged_ = o.flagged_;
     error_ = std::move(o.error_);
     o.event_ = nullptr;
     o.sharers_ = nullptr;
@@ -403,6 +404,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
     for (int i = 0; i < count; ++i) {
       if (copies[i]->pending()) (void)copies[i]->wait();
       copies[i]->error_ = base::Status::ok();  // done: no event left to ask
+      copies[i]->flagged_ = false;
     }
     countWindow(items, count);
     return base::Status::ok();
@@ -416,6 +418,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
     c.sharers_ = sharers;
     c.stream_ = device * kSlots + static_cast<int>(CopyDir::kPeer);
     c.seq_ = seq;
+    c.flagged_ = false;  // (a flag is set only by the resident kernel: start)
     c.error_ = base::Status::ok();
   }
   countWindow(items, count);
@@ -427,13 +430,15 @@ GpuCopy::~GpuCopy() {
 }
 
 base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int device, CopyDir dir, Issue issue,
-                            CopyIds ids, bool resident) {
+                            CopyIds ids, bool resident, const DoneFlag* flag) {
+  flagged_ = false;
   if (n == 0) return base::Status::ok();
   if (pending()) (void)wait();  // (a copy object is started once at a time)
   device = normalize(device);
   resident = resident && dir == CopyDir::kPeer && residentFits(n);
   if (resident) {
-    if (std::uint64_t k = residentPost(device, dst, src, n)) {
+    if (std::uint64_t k = residentPost(device, dst, src, n, flag)) {
+      flagged_ = flag && flag->usable();
       resident_ = device + 1;
       seq_ = k;
       stream_ = -1;
@@ -573,7 +578,8 @@ GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
   return *this;
 }
 GpuCopy::~GpuCopy() {}
-base::Status GpuCopy::start(void*, const void*, std::size_t n, int, CopyDir, Issue, CopyIds, bool) {
+base::Status GpuCopy::start(void*, const void*, std::size_t n, int, CopyDir, Issue, CopyIds, bool, const DoneFlag*) {
+  flagged_ = false;
   if (n == 0) return base::Status::ok();
   return base::Status(base::Errc::kUnsupported, "GPU copy in a build without CUDA");
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "base/status.hpp"
+#include "mem/resident.hpp"
 
 namespace cgdr::mem {
 
@@ -105,8 +106,14 @@ class GpuCopy {
   // issued as a plain copy. `resident`: a kPeer copy whose other side is on another GPU, both
   // sides reachable by `device`'s SMs (the copy kernel's condition, startMany), which the
   // resident copy kernel may take (mem/resident.hpp; not held back for a window by the caller).
+  // `flag` (with `resident`): where the resident kernel takes the copy, it sets the flag once the
+  // bytes are fenced (or this process does, should the copy be made on the copy engine after the
+  // kernel left): flagged() says so. Elsewhere the flag is left alone.
   base::Status start(void* dst, const void* src, std::size_t n, int device, CopyDir dir,
-                     Issue issue = Issue::kMemcpy, CopyIds ids = {}, bool resident = false);
+                     Issue issue = Issue::kMemcpy, CopyIds ids = {}, bool resident = false,
+                     const DoneFlag* flag = nullptr);
+  // The last start() handed its flag on: it is set where the copy succeeds (also after done()).
+  bool flagged() const { return flagged_; }
   // True once the copy finished (or none was started). Errors surface in error() and wait().
   // Answered without the driver where a later copy on the same stream was seen done, or (with
   // `pass`) an earlier one was seen unfinished in the same pass.
@@ -140,6 +147,7 @@ class GpuCopy {
   int stream_ = -1;        // which of cgdr's streams (device * kSlots + slot: a direction or a peer lane)
   int resident_ = 0;       // taken by the resident copy kernel of GPU resident_ - 1 (its number there: seq_)
   std::uint64_t seq_ = 0;  // its place on that stream (1, 2, ...)
+  bool flagged_ = false;
   base::Status error_;
 };
 

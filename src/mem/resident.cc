@@ -24,15 +24,17 @@ namespace cgdr::mem {
 namespace {
 
 base::ChoiceSetting gResident(
-    "CGDR_CUDA_RESIDENT", "off", {"auto", "off", "always"},
+    "CGDR_CUDA_RESIDENT", "auto", {"auto", "off", "always"},
     "auto: lone small GPU-to-GPU copies to another GPU (a ping-pong's messages) taken by a copy kernel that stays "
     "on the GPU while such copies come less than 100 us apart: a few stores to mapped host memory instead of a "
-    "copy-engine operation's issue and wait. It holds one block of 128 threads (part of one SM) while it runs, "
-    "leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the process's last MPI progress, and after 5 ms; a "
-    "cudaDeviceSynchronize or cudaFree meanwhile waits for it to leave. Never where the other side is on this GPU, "
-    "nor on a GPU another rank of the job shares without MPS. Off by default: on two H200s it moved 1 B-4 KiB D-D "
-    "latency by -1.8 to +1.2 us, by build and run, with no steady gain across containers (docs/performance.md, "
-    "forty-seventh session). always: started at the first such copy (tests).");
+    "copy-engine operation's issue and wait, and where the receiver advertised its receive the kernel tells it "
+    "itself (CGDR_CUDA_RESIDENT_NOTIFY). On two H200s 8-64 B D-D latency fell from 9.6-9.9 to 8.0-8.4 us across "
+    "containers (docs/performance.md, forty-ninth session). It holds one block of 128 threads (part of one SM) "
+    "while it runs, leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the process's last MPI progress, and "
+    "after 5 ms; a cudaDeviceSynchronize or cudaFree meanwhile waits for it to leave. Never where the other side "
+    "is on this GPU, nor on a GPU another rank of the job shares without MPS (a process of another job sharing "
+    "the GPU without MPS is not seen: set off there). off: the copy engine. always: started at the first such "
+    "copy (tests).");
 base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "4K", "bytes",
                                   "The largest copy CGDR_CUDA_RESIDENT takes (one block moves it: larger ones are "
                                   "faster on the copy engine).");
@@ -74,6 +76,7 @@ struct Device {
   ResidentBox* boxDev = nullptr;
   cudaStream_t stream = nullptr;
   std::uint64_t gen = 0, posted = 0;
+  std::uint64_t* hostFlag[kResidentSlots] = {};  // the flags of the posted slots, for this CPU
   std::atomic<std::uint64_t> floor{0};
   std::uint64_t lastNs = 0;   // the last copy it could have taken
   std::uint64_t checkNs = 0;  // its stream last asked
@@ -132,13 +135,16 @@ base::Status reap(Device& d, int device) {
   std::uint64_t from = completed(d);
   if (from >= d.posted) return base::Status::ok();
   for (std::uint64_t k = from + 1; k <= d.posted; ++k) {
-    const GatherItem& it = d.box->slot[k % kResidentSlots];  // (written by this CPU only)
+    const GatherItem& it = d.box->slot[k % kResidentSlots].item;  // (written by this CPU only)
     cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(it.dst), reinterpret_cast<const void*>(it.src), it.n,
                                     cudaMemcpyDefault, d.stream);
     if (e != cudaSuccess) return fail(d, "copy after the kernel left", e);
   }
   cudaError_t e = cudaStreamSynchronize(d.stream);
   if (e != cudaSuccess) return fail(d, "copy after the kernel left", e);
+  for (std::uint64_t k = from + 1; k <= d.posted; ++k)
+    if (std::uint64_t* f = d.hostFlag[k % kResidentSlots])
+      __atomic_store_n(f, d.box->slot[k % kResidentSlots].value, __ATOMIC_RELEASE);
   gRedone.fetch_add(d.posted - from, std::memory_order_relaxed);
   d.floor.store(d.posted, std::memory_order_release);
   return base::Status::ok();
@@ -152,7 +158,7 @@ bool residentFits(std::size_t n) {
   return on && n > 0 && n <= limit;
 }
 
-std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n) {
+std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n, const DoneFlag* flag) {
   if (!residentFits(n)) return 0;
   Device* d = deviceOf(device, true);
   if (!d) return 0;
@@ -173,8 +179,12 @@ std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n
     return 0;
   }
   std::uint64_t seq = ++d->posted;
-  GatherItem it{reinterpret_cast<std::uint64_t>(src), reinterpret_cast<std::uint64_t>(dst), n};
-  d->box->slot[seq % kResidentSlots] = it;
+  if (flag && !flag->usable()) flag = nullptr;
+  ResidentBox::Slot& s = d->box->slot[seq % kResidentSlots];
+  s.item = GatherItem{reinterpret_cast<std::uint64_t>(src), reinterpret_cast<std::uint64_t>(dst), n};
+  s.flag = flag ? flag->device : 0;
+  s.value = flag ? flag->value : 0;
+  d->hostFlag[seq % kResidentSlots] = flag ? flag->host : nullptr;
   __atomic_store_n(&d->box->ring, seq, __ATOMIC_RELEASE);
   gCopies.fetch_add(1, std::memory_order_relaxed);
   return seq;
@@ -302,7 +312,7 @@ void residentQuiesce() {
 #else
 
 bool residentFits(std::size_t) { return false; }
-std::uint64_t residentPost(int, void*, const void*, std::size_t) { return 0; }
+std::uint64_t residentPost(int, void*, const void*, std::size_t, const DoneFlag*) { return 0; }
 void residentWake(int) {}
 void residentShared(int) {}
 void residentKeepAlive() {}

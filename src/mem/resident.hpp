@@ -11,13 +11,24 @@
 
 namespace cgdr::mem {
 
+// A word of mapped host memory that the copy sets to `value` once its bytes are fenced to system
+// scope (another process polls it): `host` for this CPU, `device` for the GPU.
+struct DoneFlag {
+  std::uint64_t* host = nullptr;
+  std::uint64_t device = 0;
+  std::uint64_t value = 0;
+  bool usable() const { return host && device; }
+};
+
 // Copies of n bytes may go to the resident kernel (CGDR_CUDA_RESIDENT, CGDR_CUDA_RESIDENT_LIMIT;
 // nothing refused it on this process's GPUs).
 bool residentFits(std::size_t n);
 // Posts the copy to `device`'s resident kernel where it runs and has room: its number there (> 0);
 // else 0, nothing posted. Where the kernel does not run and such copies came less than 100 us
-// apart, marks it wanted: residentWake starts it.
-std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n);
+// apart, marks it wanted: residentWake starts it. `flag` (optional): set once the copy is done, by
+// the kernel, or here where the copy is made on the copy engine after the kernel left without it
+// (a copy that fails leaves it alone).
+std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n, const DoneFlag* flag = nullptr);
 // Starts `device`'s kernel where residentPost found it wanted (called after the copy that went to
 // the copy engine instead was issued, so the launch overlaps it).
 void residentWake(int device);

@@ -3,8 +3,10 @@
 // CGDR_CUDA_RESIDENT_IDLE (tests/gpu/CMakeLists.txt), so that the kernel leaves and starts again
 // many times while copies come, some of them posted as it leaves: those are made on the copy
 // engine after it left (the redo path). Every byte of every copy is checked, against the copies
-// applied in order on the host; a kernel that faults fails its copies with a message instead of
-// leaving them pending.
+// applied in order on the host, and every copy's flag (a word of mapped host memory it sets when
+// done: set by the time the copy reads done, its bytes in place once it is seen set, and never
+// set where the copy was not posted or failed); a kernel that faults fails its copies with a
+// message instead of leaving them pending.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -61,6 +63,27 @@ void spinNs(std::uint64_t ns) {
 constexpr std::size_t kSlot = 4096 + 64;  // one message's room in the source, one target's in dst
 constexpr int kMessages = 3000;
 constexpr int kTargets = 37;  // messages k and k + 37 write the same target: order shows
+constexpr int kFlagCheckEvery = 50;  // every 50th message taken: its bytes read back once its flag is seen
+
+std::uint64_t flagValue(int k) { return 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(k + 1) | 1; }
+
+// Flags in mapped host memory, one per message.
+struct Flags {
+  std::uint64_t* host = nullptr;
+  std::uint64_t dev = 0;
+  explicit Flags(int n) {
+    void* h = nullptr;
+    void* d = nullptr;
+    EXPECT_EQ(cudaHostAlloc(&h, n * sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable), cudaSuccess);
+    EXPECT_EQ(cudaHostGetDevicePointer(&d, h, 0), cudaSuccess);
+    host = static_cast<std::uint64_t*>(h);
+    dev = reinterpret_cast<std::uint64_t>(d);
+    for (int k = 0; k < n; ++k) host[k] = 0;
+  }
+  ~Flags() { cudaFreeHost(host); }
+  mem::DoneFlag of(int k) const { return {host + k, dev + k * sizeof(std::uint64_t), flagValue(k)}; }
+  std::uint64_t read(int k) const { return __atomic_load_n(host + k, __ATOMIC_ACQUIRE); }
+};
 
 // Messages of odd and edge sizes at odd offsets, from distinct sources into a few targets they
 // overwrite in turn. A message the kernel does not take (not running, starting, or full) is made
@@ -69,6 +92,9 @@ struct Round {
   std::vector<std::uint8_t> want;  // dst as the messages applied in order leave it
   char* src = nullptr;
   char* dst = nullptr;
+  Flags flags{kMessages};
+  std::vector<char> taken = std::vector<char>(kMessages, 0);  // posted to the kernel
+  int flagChecks = 0;
 
   static std::size_t size(int k) {
     const std::size_t sizes[] = {1, 3, 8, 255, 256, 4095, 4096, 777, 2, 4093, 64, 1000};
@@ -97,16 +123,31 @@ struct Round {
   // byte of dst.
   void run(unsigned seed) {
     std::uint64_t last = 0;
+    int lastK = -1;
     base::Status err;
     for (int k = 0; k < kMessages; ++k) {
       char* d = dst + dstOffset(k);
       const char* s = src + srcOffset(k);
-      std::uint64_t seq = mem::residentPost(0, d, s, size(k));
+      const mem::DoneFlag f = flags.of(k);
+      std::uint64_t seq = mem::residentPost(0, d, s, size(k), &f);
       if (seq) {
         last = seq;
+        lastK = k;
+        taken[k] = 1;
+        if (k % kFlagCheckEvery == 0) {  // the flag seen set: the bytes are there
+          const auto end = Clock::now() + std::chrono::seconds(20);
+          while (flags.read(k) != flagValue(k) && Clock::now() < end) ASSERT_GE(mem::residentPoll(0, seq, &err), 0) << err.message();
+          ASSERT_EQ(flags.read(k), flagValue(k)) << "message " << k << ": flag not set in 20 s";
+          std::vector<std::uint8_t> got(size(k));
+          ASSERT_EQ(cudaMemcpy(got.data(), d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+          for (std::size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(got[i], pattern(k, i)) << "message " << k << " byte " << i << " once its flag was set";
+          ++flagChecks;
+        }
       } else {
         if (last) {
           ASSERT_TRUE(waitDone(last, &err)) << "message " << k << ": " << err.message();
+          ASSERT_EQ(flags.read(lastK), flagValue(lastK)) << "message " << lastK << " done, its flag not set";
         }
         ASSERT_EQ(cudaMemcpy(d, s, size(k), cudaMemcpyDeviceToDevice), cudaSuccess);
         // (a device-to-device cudaMemcpy may return before it is done: a later message to the same
@@ -125,6 +166,8 @@ struct Round {
     if (last) {
       ASSERT_TRUE(waitDone(last, &err)) << err.message();
     }
+    for (int k = 0; k < kMessages; ++k)
+      ASSERT_EQ(flags.read(k), taken[k] ? flagValue(k) : 0) << "message " << k << (taken[k] ? " taken" : " not taken");
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<std::uint8_t> got(want.size());
     ASSERT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -140,12 +183,13 @@ struct Round {
 TEST_F(Resident, CopiesLandInOrderAlsoWhenRedoneAfterTheKernelLeft) {
   const mem::ResidentCounts before = mem::residentCounts();
   const auto end = Clock::now() + std::chrono::seconds(30);
-  int rounds = 0;
+  int rounds = 0, flagChecks = 0;
   do {
     Round r;
     r.run(1234u + rounds);
     if (HasFatalFailure()) return;
     ++rounds;
+    flagChecks += r.flagChecks;
   } while (mem::residentCounts().redone == before.redone && Clock::now() < end);
   const mem::ResidentCounts after = mem::residentCounts();
   std::printf("%d rounds of %d messages: %llu by the kernel in %llu launches, %llu redone after it left, "
@@ -156,6 +200,7 @@ TEST_F(Resident, CopiesLandInOrderAlsoWhenRedoneAfterTheKernelLeft) {
   EXPECT_GE(after.launches - before.launches, 10ull) << "a 2 us idle time makes it leave often";
   EXPECT_GT(after.redone, before.redone) << "no message was left by a kernel leaving in 30 s";
   EXPECT_FALSE(mem::residentBusy(0));
+  EXPECT_GT(flagChecks, 0) << "no message's bytes were read back after its flag";
 }
 
 // Same-size messages back to back with no gap: the kernel keeps running and takes nearly all.
@@ -205,9 +250,11 @@ TEST_F(Resident, FaultFailsTheCopyWithAMessage) {
   ASSERT_EQ(cudaMemset(src, 1, 64), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::uint64_t seq = 0;
+  Flags flags(1);
+  const mem::DoneFlag f = flags.of(0);
   const auto end = Clock::now() + std::chrono::seconds(20);
   while (!seq && Clock::now() < end) {
-    seq = mem::residentPost(0, reinterpret_cast<void*>(std::uintptr_t{0x1000}), src, 64);
+    seq = mem::residentPost(0, reinterpret_cast<void*>(std::uintptr_t{0x1000}), src, 64, &f);
     if (!seq) mem::residentWake(0);
   }
   ASSERT_NE(seq, 0u) << "the kernel never ran";
@@ -216,5 +263,6 @@ TEST_F(Resident, FaultFailsTheCopyWithAMessage) {
   std::printf("the poll said: %s\n", err.message().c_str());
   EXPECT_NE(err.message().find("resident copy kernel"), std::string::npos) << err.message();
   EXPECT_EQ(err.message().find("timed out"), std::string::npos) << err.message();
+  EXPECT_EQ(flags.read(0), 0u) << "the failed copy's flag was set";
   EXPECT_EQ(mem::residentPost(0, src, src + 8, 8), 0u) << "a failed kernel takes nothing more";
 }

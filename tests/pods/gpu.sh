@@ -135,13 +135,16 @@ out=$(run "pods, push always" -n 2 --gpus "$G" -x CGDR_CUDA_PUSH=always -- "$T/p
 grep -q "pushed [1-9]" <<<"$out" || fail "pods: CGDR_CUDA_PUSH=always did not push"
 # Lone small copies between the pods' GPUs taken by the resident copy kernel (CGDR_CUDA_RESIDENT=
 # auto; the peer's cuMem memory, mapped for this GPU): byte-exact, started again after each pause
-# between sizes (two launches at least); never where both pods use one GPU (it would hold it from
-# the other's work).
+# between sizes (two launches at least), and telling the receiving pod itself (a word in its
+# segment, mapped for this pod's GPU: some receives end that way); never where both pods use one
+# GPU (it would hold it from the other's work).
 out=$(run "pods, resident copy kernel" -n 2 --gpus "$G" -x CGDR_CUDA_RESIDENT=auto -- "$T/gpu_resident" --kinds VV,VD,DV,DD \
       --sizes "1,3,8,17,4095,4096,4097" --pause-us 2000)
 if [ "$G" = "0;1" ]; then
   grep -qE "by the resident kernel [1-9][0-9]* in ([2-9]|[1-9][0-9]+) launches" <<<"$out" ||
     fail "pods: the resident copy kernel: $(grep -o 'by the resident kernel [^(]*' <<<"$out" | sort -u | tr '\n' ' ')"
+  grep -qE "\([1-9][0-9]* ended by a word its GPU set\)" <<<"$out" ||
+    fail "pods: no receive ended by the word the resident kernel sets: $(grep -o 'claimed by their sender ([^)]*)' <<<"$out" | tr '\n' ' ')"
 else
   ! grep -q "by the resident kernel [1-9]" <<<"$out" || fail "pods: a resident copy kernel on a shared GPU"
 fi

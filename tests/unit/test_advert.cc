@@ -103,6 +103,42 @@ TEST(Advert, SlotsAreReusedOnlyAfterReleaseAndALaggingSenderSkipsThem) {
   EXPECT_EQ(board.post(0, 0, 1, 0, big, sizeof big), 0u) << "a payload larger than a slot";
 }
 
+// The `delivered` word a sender (or its GPU) sets instead of ADVERT_DONE: read as delivered only
+// for the advert it names, with its length; what an earlier advert of the same slot left there,
+// or a word naming another index, never reads as this advert's.
+TEST(Advert, DeliveredWordNamesItsAdvertAndLength) {
+  Slots s;
+  AdvertBoard board(s.data(), kAdvertSlots);
+  AdvertReader reader(s.data(), kAdvertSlots);
+  std::uint64_t len = 99;
+  std::uint64_t first = post(board, 1);
+  EXPECT_FALSE(board.delivered(first, &len)) << "nothing written yet";
+  ASSERT_TRUE(reader.claim(first));
+  *reader.deliveredAt(first) = deliveredWord(first + 1, 17);
+  EXPECT_FALSE(board.delivered(first, &len)) << "a word naming another advert";
+  *reader.deliveredAt(first) = deliveredWord(first, 17);
+  ASSERT_TRUE(board.delivered(first, &len));
+  EXPECT_EQ(len, 17u);
+  board.release(first);
+  // The same slot kAdvertSlots adverts later: the old word is not this advert's.
+  std::uint64_t idx = first;
+  for (std::uint32_t i = 0; i < kAdvertSlots; ++i) {
+    idx = post(board, 2);
+    ASSERT_NE(idx, 0u);
+    EXPECT_TRUE(board.retract(idx));
+    board.release(idx);
+  }
+  ASSERT_EQ(idx % kAdvertSlots, first % kAdvertSlots);
+  EXPECT_FALSE(board.delivered(idx, &len)) << "the word an earlier advert of this slot left";
+  for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{4095}, kDeliveredMax}) {
+    *reader.deliveredAt(idx) = deliveredWord(idx, n);
+    ASSERT_TRUE(board.delivered(idx, &len));
+    EXPECT_EQ(len, n);
+  }
+  EXPECT_EQ(deliveredWord(idx, kDeliveredMax + 1) >> kDeliveredLenBits, deliveredWord(idx, 0) >> kDeliveredLenBits)
+      << "a length too large for the word must not spill into the index (senders never write one)";
+}
+
 // The receiver (this process) posts, keeps up to 6 adverts outstanding and retracts the oldest
 // when it needs room; a forked sender claims whatever it finds. Every advert must end exactly
 // once, the sender must see them in posting order, and what the receiver could not retract must

@@ -39,6 +39,13 @@ void AdvertBoard::release(std::uint64_t idx) {
   busy_[k / 64] &= ~(std::uint64_t{1} << (k % 64));
 }
 
+bool AdvertBoard::delivered(std::uint64_t idx, std::uint64_t* len) const {
+  std::uint64_t w = std::atomic_ref<std::uint64_t>(slots_[idx % n_].delivered).load(std::memory_order_acquire);
+  if ((w >> kDeliveredLenBits) != (deliveredWord(idx, 0) >> kDeliveredLenBits)) return false;
+  *len = w & kDeliveredMax;
+  return true;
+}
+
 bool AdvertReader::oldest(Advert* out) {
   if (!slots_) return false;
   while (true) {

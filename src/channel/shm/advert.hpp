@@ -4,6 +4,11 @@
 // itself (for the engine: one GPU copy into the described buffer, then a completion record),
 // without an envelope, a match at the receiver or a request for the bytes.
 //
+// A claimed advert ends with the sender's ADVERT_DONE control record, or (where its GPU's resident
+// copy kernel made the copy: mem/resident.hpp) with the slot's `delivered` word written by that
+// kernel right after the copy's system-scope fence: deliveredWord(idx, len). The receiver polls
+// the words of its live adverts; each claimed advert ends one way only.
+//
 // Slots are used in the order of a monotonic index (idx, from 1; slot idx % n). The receiver
 // posts, retracts (compare-and-swap from kPosted: it loses only to a claim) and releases a slot
 // once its advert is resolved; the sender claims (compare-and-swap from kPosted) and walks past
@@ -16,6 +21,14 @@
 #include "channel/shm/layout.hpp"
 
 namespace cgdr::channel::shm {
+
+// The `delivered` word of advert idx with len bytes (len <= kDeliveredMax): the index's low 40 bits
+// above the length, so a word left in the slot by an earlier advert never reads as this one's.
+constexpr int kDeliveredLenBits = 24;
+constexpr std::uint64_t kDeliveredMax = (std::uint64_t{1} << kDeliveredLenBits) - 1;
+constexpr std::uint64_t deliveredWord(std::uint64_t idx, std::uint64_t len) {
+  return idx << kDeliveredLenBits | (len & kDeliveredMax);
+}
 
 struct Advert {
   std::uint64_t idx = 0;
@@ -38,6 +51,9 @@ class AdvertBoard {
   bool retract(std::uint64_t idx);
   // The advert's slot may be used again (it was retracted, or its claimed message arrived).
   void release(std::uint64_t idx);
+  // Whether the sender wrote advert idx's `delivered` word (a posted or claimed advert, slot not
+  // released): true and its length.
+  bool delivered(std::uint64_t idx, std::uint64_t* len) const;
   bool usable() const { return slots_ != nullptr; }
 
  private:
@@ -57,6 +73,8 @@ class AdvertReader {
   // Claims the advert `oldest` returned: true, or false if the receiver retracted it meanwhile.
   // Either way that advert is done with here.
   bool claim(std::uint64_t idx);
+  // The `delivered` word of advert idx (claimed by this rank), for deliveredWord(idx, len).
+  std::uint64_t* deliveredAt(std::uint64_t idx) const { return &slots_[idx % n_].delivered; }
 
  private:
   AdvertSlot* slots_ = nullptr;

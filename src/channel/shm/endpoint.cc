@@ -153,6 +153,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
       h->probeValue = gProbe;
       h->devSlots = cfg.devSlots;
       h->descSlots = cfg.descSlots;
+      h->features = cfg.features;
       ep->maps_[myLocal] = std::move(mine.value());
     } else {
       failure = mine.status();
@@ -221,6 +222,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
     p->advertsIn = AdvertBoard(at<AdvertSlot>(ep->mine_, ep->geo_.advertOffset(i)), kAdvertSlots);
     p->advertsOut = AdvertReader(at<AdvertSlot>(theirs, ep->geo_.advertOffset(myLocal)), kAdvertSlots);
     auto* h = static_cast<SegmentHeader*>(static_cast<void*>(theirs));
+    p->features = h->features;
     // (the locality table names every co-located rank once detection ran; without it, no CMA)
     const auto& recs = topo::locality().records;
     bool sameNs = static_cast<std::size_t>(p->worldRank) < recs.size() && recs[p->worldRank].nsPid == myRec.nsPid;

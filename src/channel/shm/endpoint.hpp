@@ -26,6 +26,7 @@ struct Config {
   std::uint32_t devSlots;  // blocks of the cuMem staging ring (their flags live here)
   std::uint32_t descSlots;  // description slots (0: a receiver describes its buffer in a bulk chunk)
   bool cma;  // try single copy (process_vm_readv) where permitted
+  std::uint64_t features = 0;  // kFeature* bits this rank announces in its segment header
 };
 Config configFromSettings();
 // Largest eager message (bytes) and the per-sender credit of unmatched eager bytes.
@@ -42,6 +43,7 @@ struct Peer {
   AdvertReader advertsOut;   // the peer's receives advertised to this rank (in its segment)
   char* segment = nullptr;   // the peer's mapped segment (its chunks live there)
   bool cma = false;          // this rank can read the peer's memory with process_vm_readv
+  std::uint64_t features = 0;  // the kFeature* bits the peer announced (layout.hpp)
   int pid = -1;              // the peer's pid in this rank's namespace (when cma)
   std::uint32_t seqOut = 0, seqIn = 0;
   std::uint64_t eagerSent = 0;  // eager bytes sent; credit: out.withinCredit()
@@ -68,6 +70,7 @@ class Endpoint {
   std::vector<std::unique_ptr<Peer>>& peers() { return peers_; }
   const Geometry& geometry() const { return geo_; }
   std::size_t segmentBytes() const { return geo_.total(); }
+  char* segment() const { return mine_; }  // this rank's
 
   // This rank's bulk chunks (it is their only producer).
   int takeChunk() { return takeChunks(1); }
@@ -96,9 +99,6 @@ class Endpoint {
   // The same for the blocks of the cuMem staging ring (the data is in GPU memory; flags here).
   int takeDevSlot();
   void releasePeerDevSlot(const Peer& p, std::uint32_t s) const;
-  // The chunk region of a segment (registered with CUDA for asynchronous copies).
-  char* chunkRegion(const Peer& p) const { return p.segment + geo_.chunkOffset(0); }
-  std::size_t chunkRegionBytes() const { return std::size_t{geo_.chunks} * geo_.chunkBytes; }
   // Liveness: false once the peer's process is gone (its lock on its segment vanished).
   bool alive(Peer& p);
 

@@ -9,7 +9,7 @@
 namespace cgdr::channel::shm {
 
 constexpr std::uint64_t kSegmentMagic = 0x70656e6f52444743ull;  // "CGDRonep"
-constexpr std::uint32_t kLayoutVersion = 7;
+constexpr std::uint32_t kLayoutVersion = 8;
 constexpr std::size_t kLine = 64;
 
 // Records on a message ring.
@@ -109,14 +109,18 @@ struct alignas(kLine) SegmentHeader {
   std::uint64_t lockHeld;    // 1: the owner holds a lock on its segment file (liveness can be probed)
   std::uint64_t devSlots;    // blocks of the owner's cuMem staging ring (their flags are here)
   std::uint64_t descSlots;   // description slots (DescSlot)
+  std::uint64_t features;    // kFeature* bits: what the owner does beyond the layout
 };
+// The owner polls its adverts' `delivered` words (advert.hpp): a sender may end an advert by
+// setting one instead of sending ADVERT_DONE.
+constexpr std::uint64_t kFeatureDeliveredWords = 1;
 static_assert(sizeof(SegmentHeader) == 2 * kLine);
 
 // Receives posted before their message came, advertised by the receiver to one co-located sender
 // (advert.hpp): the sender may claim the oldest one and copy straight into the buffer it describes.
 // Per (receiver, sender) pair, in the receiver's segment.
 constexpr std::uint32_t kAdvertSlots = 64;
-constexpr std::size_t kAdvertPayload = 160;
+constexpr std::size_t kAdvertPayload = 152;
 enum class AdvertState : std::uint64_t { kPosted = 1, kClaimed = 2, kRetracted = 3 };
 struct alignas(kLine) AdvertSlot {
   // (idx << 2) | AdvertState, accessed atomically: the receiver posts and retracts, the sender
@@ -126,6 +130,9 @@ struct alignas(kLine) AdvertSlot {
   std::uint64_t capacity;  // bytes the receive can hold
   std::uint32_t seq;       // the receiver had taken the sender's message records up to seq (exclusive)
   std::uint32_t payloadBytes;
+  // Written by the sender that claimed the advert (or by its GPU) once the bytes are in the buffer,
+  // instead of an ADVERT_DONE record: AdvertBoard::delivered() / deliveredWord() in advert.hpp.
+  std::uint64_t delivered;
   char payload[kAdvertPayload];  // what the engine says about the buffer (its GpuOffer)
 };
 static_assert(sizeof(AdvertSlot) == 3 * kLine);
