@@ -113,6 +113,8 @@ TEST(Advert, DeliveredWordNamesItsAdvertAndLength) {
   std::uint64_t len = 99;
   std::uint64_t first = post(board, 1);
   EXPECT_FALSE(board.delivered(first, &len)) << "nothing written yet";
+  *reader.deliveredAt(first) = deliveredWord(first, 17);
+  EXPECT_FALSE(board.delivered(first, &len)) << "a word for an advert nobody claimed";
   ASSERT_TRUE(reader.claim(first));
   *reader.deliveredAt(first) = deliveredWord(first + 1, 17);
   EXPECT_FALSE(board.delivered(first, &len)) << "a word naming another advert";
@@ -129,6 +131,15 @@ TEST(Advert, DeliveredWordNamesItsAdvertAndLength) {
     board.release(idx);
   }
   ASSERT_EQ(idx % kAdvertSlots, first % kAdvertSlots);
+  idx = post(board, 3);
+  ASSERT_EQ(idx % kAdvertSlots, (first + 1) % kAdvertSlots);
+  *reader.deliveredAt(idx - 1) = deliveredWord(idx - 1, 5);  // the retracted one before it: not claimed
+  EXPECT_FALSE(board.delivered(idx - 1, &len)) << "a word for a retracted advert";
+  Advert a;
+  while (reader.oldest(&a) && a.idx != idx) reader.claim(a.idx);
+  ASSERT_EQ(a.idx, idx);
+  ASSERT_TRUE(reader.claim(idx));
+  *reader.deliveredAt(idx) = deliveredWord(idx - kAdvertSlots, 9);
   EXPECT_FALSE(board.delivered(idx, &len)) << "the word an earlier advert of this slot left";
   for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{4095}, kDeliveredMax}) {
     *reader.deliveredAt(idx) = deliveredWord(idx, n);

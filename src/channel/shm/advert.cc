@@ -40,8 +40,11 @@ void AdvertBoard::release(std::uint64_t idx) {
 }
 
 bool AdvertBoard::delivered(std::uint64_t idx, std::uint64_t* len) const {
-  std::uint64_t w = std::atomic_ref<std::uint64_t>(slots_[idx % n_].delivered).load(std::memory_order_acquire);
+  AdvertSlot& s = slots_[idx % n_];
+  std::uint64_t w = std::atomic_ref<std::uint64_t>(s.delivered).load(std::memory_order_acquire);
   if ((w >> kDeliveredLenBits) != (deliveredWord(idx, 0) >> kDeliveredLenBits)) return false;
+  // (the sender claims before its copy starts: a word for an advert still posted is not a delivery)
+  if (stateOf(s).load(std::memory_order_acquire) != word(idx, AdvertState::kClaimed)) return false;
   *len = w & kDeliveredMax;
   return true;
 }
