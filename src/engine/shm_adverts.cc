@@ -1,16 +1,39 @@
 // Receives advertised to their co-located sender before their message comes (shm_ops.hpp,
 // channel/shm/advert.hpp): posting an advert, retracting the unclaimed ones before a message
 // record of that sender is matched, withdrawing one on cancel or failure, and the sender's
-// ADVERT_DONE / ADVERT_ABORT.
+// ADVERT_DONE / ADVERT_ABORT, or the `delivered` word a sender's GPU set (and the flag it is given).
 #include <algorithm>
 #include <string>
 
+#include "base/config.hpp"
 #include "base/errors.hpp"
 #include "engine/shm_engine.hpp"
 #include "engine/shm_ops.hpp"
 
 namespace cgdr::engine {
 namespace shm = channel::shm;
+
+namespace {
+base::Setting<bool> gDeliveredByGpu(
+    "CGDR_CUDA_RESIDENT_NOTIFY", "1", "",
+    "A receive this rank advertised to a co-located sender may be ended by that sender's resident copy kernel "
+    "(CGDR_CUDA_RESIDENT) itself: it sets a word in this rank's shared segment after the copy's fence, which this "
+    "rank polls, instead of the sender's record once its CPU has seen the copy done. 0: by the record only (this "
+    "rank's senders follow what it announces).");
+}  // namespace
+
+std::uint64_t ShmEngine::advertFeatures() { return gDeliveredByGpu.get() ? shm::kFeatureDeliveredWords : 0; }
+
+bool ShmEngine::deliveredFlag(shm::Peer& p, std::uint64_t idx, std::uint64_t len, mem::DoneFlag* f) {
+  *f = mem::DoneFlag{};
+  char* mapped = segMapped_[p.local];
+  if (!(p.features & shm::kFeatureDeliveredWords) || !mapped || len == 0 || len > shm::kDeliveredMax) return false;
+  std::uint64_t* word = p.advertsOut.deliveredAt(idx);
+  f->host = word;
+  f->device = reinterpret_cast<std::uint64_t>(mapped + (reinterpret_cast<char*>(word) - p.segment));
+  f->value = shm::deliveredWord(idx, len);
+  return true;
+}
 
 void ShmEngine::advertise(ShmRecv& r, CtxQueues& q) {
   shm::Peer& p = *r.sourcePeer();
@@ -121,7 +144,9 @@ bool ShmEngine::drainDelivered(shm::Peer& p) {
   bool any = false;
   for (std::size_t i = 0; i < live.size();) {
     std::uint64_t len = 0;
-    if (!p.advertsIn.delivered(live[i].idx, &len)) {
+    int d = p.advertsIn.delivered(live[i].idx, &len);
+    if (d < 0) break;  // not claimed: the sender claims in order, nor any later one
+    if (d == 0) {
       ++i;
       continue;
     }

@@ -29,12 +29,6 @@ namespace {
 base::Setting<bool> gStats("CGDR_STATS", "0", "", "Print the engine's counters (messages per protocol, peak "
                                                    "unexpected bytes) at MPI_Finalize.");
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-base::Setting<bool> gDeliveredByGpu(
-    "CGDR_CUDA_RESIDENT_NOTIFY", "1", "",
-    "A receive this rank advertised to a co-located sender may be ended by that sender's resident copy kernel "
-    "(CGDR_CUDA_RESIDENT) itself: it sets a word in this rank's shared segment after the copy's fence, which this "
-    "rank polls, instead of the sender's record once its CPU has seen the copy done. 0: by the record only (this "
-    "rank's senders follow what it announces).");
 }  // namespace
 
 base::Status ShmEngine::start(MPI_Comm world) {
@@ -47,7 +41,7 @@ base::Status ShmEngine::start(MPI_Comm world) {
   if (!some) return base::Status::ok();  // nobody shares memory with anybody: no engine
   if (local.size() <= 1) local.clear();  // alone on its host: no peers, but the wire-up is collective
   shm::Config cfg = shm::configFromSettings();
-  if (gDeliveredByGpu.get()) cfg.features |= shm::kFeatureDeliveredWords;  // (this rank polls them)
+  cfg.features |= advertFeatures();
   auto ep = shm::Endpoint::open(world, t.me.nonce, local, cfg);
   if (!ep.isOk()) return ep.status();
   auto gpu = GpuPaths::open(world, t.me.nonce, local, cfg.devSlots);  // collective too
@@ -229,17 +223,6 @@ void ShmEngine::pinChunks(const shm::Peer& p) {
   gpu_->pin(ep_->segment(), ep_->segmentBytes());
   segMapped_[p.local] = static_cast<char*>(gpu_->pin(p.segment, ep_->segmentBytes()));
   pinned_[p.local] = 1;
-}
-
-bool ShmEngine::deliveredFlag(shm::Peer& p, std::uint64_t idx, std::uint64_t len, mem::DoneFlag* f) {
-  *f = mem::DoneFlag{};
-  char* mapped = segMapped_[p.local];
-  if (!(p.features & shm::kFeatureDeliveredWords) || !mapped || len == 0 || len > shm::kDeliveredMax) return false;
-  std::uint64_t* word = p.advertsOut.deliveredAt(idx);
-  f->host = word;
-  f->device = reinterpret_cast<std::uint64_t>(mapped + (reinterpret_cast<char*>(word) - p.segment));
-  f->value = shm::deliveredWord(idx, len);
-  return true;
 }
 
 void ShmEngine::expectData(shm::Peer& p, std::uint64_t msgId, ShmRecv* r) { dataRecvs_[dataKey(p, msgId)] = r; }

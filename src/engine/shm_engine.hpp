@@ -154,6 +154,8 @@ class ShmEngine {
   // flag this rank's GPUs can set (p's segment mapped for them by pinFor); false (*f unusable)
   // where it is not mapped or len does not fit the word.
   bool deliveredFlag(channel::shm::Peer& p, std::uint64_t idx, std::uint64_t len, mem::DoneFlag* f);
+  // The kFeature* bits this rank announces about its adverts (CGDR_CUDA_RESIDENT_NOTIFY).
+  static std::uint64_t advertFeatures();
   // Counts a block copied between GPU memory and the chunks shared with p before pinFor(p): a path
   // that skipped the page-locking above (CGDR_STATS prints the count; the GPU tests fail on it).
   void checkPinned(const channel::shm::Peer& p) {

@@ -112,14 +112,14 @@ TEST(Advert, DeliveredWordNamesItsAdvertAndLength) {
   AdvertReader reader(s.data(), kAdvertSlots);
   std::uint64_t len = 99;
   std::uint64_t first = post(board, 1);
-  EXPECT_FALSE(board.delivered(first, &len)) << "nothing written yet";
+  EXPECT_EQ(board.delivered(first, &len), -1) << "nothing written, not claimed";
   *reader.deliveredAt(first) = deliveredWord(first, 17);
-  EXPECT_FALSE(board.delivered(first, &len)) << "a word for an advert nobody claimed";
+  EXPECT_EQ(board.delivered(first, &len), -1) << "a word for an advert nobody claimed";
   ASSERT_TRUE(reader.claim(first));
   *reader.deliveredAt(first) = deliveredWord(first + 1, 17);
-  EXPECT_FALSE(board.delivered(first, &len)) << "a word naming another advert";
+  EXPECT_EQ(board.delivered(first, &len), 0) << "a word naming another advert";
   *reader.deliveredAt(first) = deliveredWord(first, 17);
-  ASSERT_TRUE(board.delivered(first, &len));
+  ASSERT_EQ(board.delivered(first, &len), 1);
   EXPECT_EQ(len, 17u);
   board.release(first);
   // The same slot kAdvertSlots adverts later: the old word is not this advert's.
@@ -134,16 +134,16 @@ TEST(Advert, DeliveredWordNamesItsAdvertAndLength) {
   idx = post(board, 3);
   ASSERT_EQ(idx % kAdvertSlots, (first + 1) % kAdvertSlots);
   *reader.deliveredAt(idx - 1) = deliveredWord(idx - 1, 5);  // the retracted one before it: not claimed
-  EXPECT_FALSE(board.delivered(idx - 1, &len)) << "a word for a retracted advert";
+  EXPECT_EQ(board.delivered(idx - 1, &len), -1) << "a word for a retracted advert";
   Advert a;
   while (reader.oldest(&a) && a.idx != idx) reader.claim(a.idx);
   ASSERT_EQ(a.idx, idx);
   ASSERT_TRUE(reader.claim(idx));
   *reader.deliveredAt(idx) = deliveredWord(idx - kAdvertSlots, 9);
-  EXPECT_FALSE(board.delivered(idx, &len)) << "the word an earlier advert of this slot left";
+  EXPECT_EQ(board.delivered(idx, &len), 0) << "the word an earlier advert of this slot left";
   for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{4095}, kDeliveredMax}) {
     *reader.deliveredAt(idx) = deliveredWord(idx, n);
-    ASSERT_TRUE(board.delivered(idx, &len));
+    ASSERT_EQ(board.delivered(idx, &len), 1);
     EXPECT_EQ(len, n);
   }
   EXPECT_EQ(deliveredWord(idx, kDeliveredMax + 1) >> kDeliveredLenBits, deliveredWord(idx, 0) >> kDeliveredLenBits)

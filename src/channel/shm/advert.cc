@@ -39,14 +39,14 @@ void AdvertBoard::release(std::uint64_t idx) {
   busy_[k / 64] &= ~(std::uint64_t{1} << (k % 64));
 }
 
-bool AdvertBoard::delivered(std::uint64_t idx, std::uint64_t* len) const {
+int AdvertBoard::delivered(std::uint64_t idx, std::uint64_t* len) const {
   AdvertSlot& s = slots_[idx % n_];
+  // (the sender claims before its copy starts: a word for an advert not claimed is no delivery)
+  if (stateOf(s).load(std::memory_order_acquire) != word(idx, AdvertState::kClaimed)) return -1;
   std::uint64_t w = std::atomic_ref<std::uint64_t>(s.delivered).load(std::memory_order_acquire);
-  if ((w >> kDeliveredLenBits) != (deliveredWord(idx, 0) >> kDeliveredLenBits)) return false;
-  // (the sender claims before its copy starts: a word for an advert still posted is not a delivery)
-  if (stateOf(s).load(std::memory_order_acquire) != word(idx, AdvertState::kClaimed)) return false;
+  if ((w >> kDeliveredLenBits) != (deliveredWord(idx, 0) >> kDeliveredLenBits)) return 0;
   *len = w & kDeliveredMax;
-  return true;
+  return 1;
 }
 
 bool AdvertReader::oldest(Advert* out) {

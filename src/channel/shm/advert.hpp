@@ -51,9 +51,9 @@ class AdvertBoard {
   bool retract(std::uint64_t idx);
   // The advert's slot may be used again (it was retracted, or its claimed message arrived).
   void release(std::uint64_t idx);
-  // Whether the sender wrote advert idx's `delivered` word (slot not released): true and its
-  // length; never for an advert the sender has not claimed.
-  bool delivered(std::uint64_t idx, std::uint64_t* len) const;
+  // Whether the sender wrote advert idx's `delivered` word (slot not released): 1 and its length;
+  // 0 claimed, not yet; -1 not claimed (a word there is no delivery).
+  int delivered(std::uint64_t idx, std::uint64_t* len) const;
   bool usable() const { return slots_ != nullptr; }
 
  private:
