@@ -6,12 +6,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "base/config.hpp"
 #include "base/cuda.hpp"
 #include "base/log.hpp"
+#include "mem/copy_graph.hpp"
 #include "mem/gpu_batch.hpp"
 #include "mem/resident.hpp"
 
@@ -48,65 +48,6 @@ base::ChoiceSetting gGraph("CGDR_CUDA_GRAPH_COPY", "auto", {"auto", "off", "alwa
                            "cudaMemcpyAsync between two visible GPUs. off: always cudaMemcpyAsync; always: always "
                            "the graph.");
 enum { kGraphAuto, kGraphOff, kGraphAlways };
-
-// Per (device, direction), up to CGDR_CUDA_COPY_GRAPHS graphs of one copy node each, found by
-// the copy's (destination, source, size). A copy whose two sides are the same allocations
-// (identified by the caller), addresses and size as an earlier one launches that graph as it is;
-// any other takes a new graph while fewer exist, else re-points one taken at random
-// (cudaGraphExecMemcpyNodeSetParams1D, which resolves the pointers again: ~2 us more to issue on
-// an H100 than a repeat, as much as the graph saves over cudaMemcpyAsync). A program's buffers
-// used in turn (a ring of messages, PyTorch's cached blocks) repeat their copies: 64 buffers a
-// side in a ping-pong on one GPU are 128 copies of one stream (each rank's push and pull), and
-// with 4 graphs every copy was re-pointed. At random, not the least recently used: a cycle of
-// more copies than graphs would evict each graph just before its copy comes again. Each graph
-// holds ~110 KiB of GPU memory (H100: 22 MiB for 200), hence a bound. A launch already queued
-// keeps the parameters it was launched with.
-base::Setting<long long> gGraphs("CGDR_CUDA_COPY_GRAPHS", "128", "graphs",
-                                 "Copy graphs kept per GPU and copy stream (CGDR_CUDA_GRAPH_COPY), each ~110 KiB of GPU "
-                                 "memory: a copy repeating one of them (same buffers, addresses, size) is issued "
-                                 "~2 us faster than a new one. 1 to 4096.");
-
-std::size_t graphsPerStream() {
-  static const std::size_t n = [] {
-    long long v = gGraphs.get(), used = std::clamp(v, 1LL, 4096LL);
-    if (v != used) CGDR_LOG(kWarn, kCuda, "CGDR_CUDA_COPY_GRAPHS=%lld is outside 1..4096: %lld used", v, used);
-    return static_cast<std::size_t>(used);
-  }();
-  return n;
-}
-
-struct CopyGraph {
-  cudaGraph_t graph = nullptr;
-  cudaGraphNode_t node = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  void* dst = nullptr;
-  const void* src = nullptr;
-  std::size_t n = 0;
-  CopyIds ids;  // both non-zero: the copy may be repeated without re-pointing
-};
-
-struct CopyKey {
-  void* dst;
-  const void* src;
-  std::size_t n;
-  bool operator==(const CopyKey&) const = default;
-};
-struct CopyKeyHash {
-  std::size_t operator()(const CopyKey& k) const {
-    std::uint64_t h = reinterpret_cast<std::uintptr_t>(k.dst) * 0x9e3779b97f4a7c15ull;
-    h ^= reinterpret_cast<std::uintptr_t>(k.src) * 0xc2b2ae3d27d4eb4full + (h >> 29);
-    h ^= k.n * 0x165667b19e3779f9ull + (h >> 31);
-    return static_cast<std::size_t>(h ^ (h >> 32));
-  }
-};
-
-struct GraphCopy {  // used with its stream's Order::issue held
-  std::vector<CopyGraph> g;                                 // never more than graphsPerStream()
-  std::unordered_map<CopyKey, std::size_t, CopyKeyHash> at;  // each graph's copy -> its index in g
-  std::uint64_t victim = 0x2545f4914f6cdd1dull;  // xorshift state choosing the graph to re-point
-  bool broken = false;  // cannot be built here: plain copies only
-  int refusals = 0;     // consecutive copies it would not take
-};
 
 // Per stream, what is known of its copies in order: `issued` counts the copies put on it (a
 // copy's place, taken with its event recorded under `issue`, so places follow stream order);
@@ -159,7 +100,7 @@ int laneSlot(int lane) { return lane == 0 ? static_cast<int>(CopyDir::kPeer) : 3
 struct Streams {
   std::mutex mutex;
   cudaStream_t s[kMaxDevices][kSlots] = {};
-  GraphCopy graphs[kMaxDevices][kSlots];
+  CopyGraphs graphs[kMaxDevices][kSlots];
   Order order[kMaxDevices][kSlots];
   std::atomic<unsigned> nextLane[kMaxDevices] = {};
   std::vector<cudaEvent_t> events;
@@ -222,81 +163,6 @@ void giveEvent(cudaEvent_t ev) {
   Streams& st = streams();
   std::lock_guard lock(st.mutex);
   st.events.push_back(ev);
-}
-
-bool same(const CopyGraph& g, void* dst, const void* src, std::size_t n, CopyIds ids) {
-  return g.exec && ids.dst && ids.src && g.ids.dst == ids.dst && g.ids.src == ids.src && g.dst == dst &&
-         g.src == src && g.n == n;
-}
-
-// A new graph for the copy, kept in gc (nullptr where CUDA refuses; the first refusal marks the
-// stream's graphs broken).
-CopyGraph* newGraph(GraphCopy& gc, void* dst, const void* src, std::size_t n, int device) {
-  CopyGraph ng;
-  cudaError_t e = cudaGraphCreate(&ng.graph, 0);
-  if (e == cudaSuccess) e = cudaGraphAddMemcpyNode1D(&ng.node, ng.graph, nullptr, 0, dst, src, n, cudaMemcpyDefault);
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&ng.exec, ng.graph, 0);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    if (ng.graph) cudaGraphDestroy(ng.graph);
-    if (gc.g.empty()) {
-      CGDR_LOG(kInfo, kCuda, "copy graph on GPU %d unavailable (%s): plain copies", device, cudaGetErrorString(e));
-      gc.broken = true;
-    }
-    return nullptr;
-  }
-  if (gc.g.empty()) gc.g.reserve(graphsPerStream());  // (never moved: its graphs stay where they are)
-  gc.g.push_back(ng);
-  return &gc.g.back();
-}
-
-// Puts the copy on `s`, the stream of (device, slot), through one of its graphs; false where the
-// graph cannot take it (nothing was queued then; the caller issues a plain copy). The caller
-// holds the stream's Order::issue, which also guards its graphs.
-bool graphCopy(void* dst, const void* src, std::size_t n, int device, int slot, CopyIds ids, cudaStream_t s) {
-  GraphCopy& gc = streams().graphs[device][slot];
-  if (gc.broken) return false;
-  CopyGraph* g = nullptr;
-  auto it = gc.at.find(CopyKey{dst, src, n});
-  if (it != gc.at.end()) g = &gc.g[it->second];  // this copy before (its allocations may be new)
-  bool repeated = g && same(*g, dst, src, n, ids);
-  bool fresh = false;
-  if (!g && gc.g.size() < graphsPerStream()) {
-    g = newGraph(gc, dst, src, n, device);
-    if (!g) return false;
-    fresh = true;
-  } else if (!g) {
-    gc.victim ^= gc.victim << 13;
-    gc.victim ^= gc.victim >> 7;
-    gc.victim ^= gc.victim << 17;
-    g = &gc.g[gc.victim % gc.g.size()];
-  }
-  cudaError_t e = cudaSuccess;
-  if (!repeated && !fresh) e = cudaGraphExecMemcpyNodeSetParams1D(g->exec, g->node, dst, src, n, cudaMemcpyDefault);
-  if (e == cudaSuccess) e = cudaGraphLaunch(g->exec, s);
-  if (e != cudaSuccess) {  // e.g. memory of another context than the graph was made with
-    (void)cudaGetLastError();
-    g->ids = CopyIds{};  // its parameters may be neither the old copy's nor this one's: re-point it next time
-    if (++gc.refusals >= 16) {
-      CGDR_LOG(kInfo, kCuda, "copy graph on GPU %d refuses copies (%s): plain copies", device, cudaGetErrorString(e));
-      gc.broken = true;
-    }
-    return false;
-  }
-  gc.refusals = 0;
-  if (repeated) gRepeatedCopies.fetch_add(1, std::memory_order_relaxed);
-  auto index = static_cast<std::size_t>(g - gc.g.data());
-  CopyKey was{g->dst, g->src, g->n};
-  if (!fresh && !(was == CopyKey{dst, src, n})) {
-    auto old = gc.at.find(was);
-    if (old != gc.at.end() && old->second == index) gc.at.erase(old);
-  }
-  gc.at[CopyKey{dst, src, n}] = index;
-  g->dst = dst;
-  g->src = src;
-  g->n = n;
-  g->ids = ids;
-  return true;
 }
 
 }  // namespace
@@ -461,8 +327,11 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
   Order& order = streams().order[device][slot];
   std::lock_guard issuing(order.issue);
   cudaError_t e = cudaSuccess;
-  if (viaGraph && graphCopy(dst, src, n, device, slot, ids, s.value())) {
+  GraphLaunch g = viaGraph ? streams().graphs[device][slot].launch(dst, src, n, ids, device, s.value())
+                           : GraphLaunch::kRefused;
+  if (g != GraphLaunch::kRefused) {
     gGraphCopies.fetch_add(1, std::memory_order_relaxed);
+    if (g == GraphLaunch::kRepeated) gRepeatedCopies.fetch_add(1, std::memory_order_relaxed);
   } else {
     e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s.value());
     gPlainCopies.fetch_add(1, std::memory_order_relaxed);
