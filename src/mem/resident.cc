@@ -35,9 +35,11 @@ base::ChoiceSetting gResident(
     "is on this GPU, nor on a GPU another rank of the job shares without MPS (a process of another job sharing "
     "the GPU without MPS is not seen: set off there). off: the copy engine. always: started at the first such "
     "copy (tests).");
-base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "4K", "bytes",
+base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "16K", "bytes",
                                   "The largest copy CGDR_CUDA_RESIDENT takes (one block moves it: larger ones are "
-                                  "faster on the copy engine).");
+                                  "faster on the copy engine). On two H200s a limit of 64K against 4K moved 8 and 16 "
+                                  "KiB D-D latency by -1.1 to -1.3 us across containers, -0.8 to -1.2 natively, 32 "
+                                  "KiB by -0.8 / +0.1 and 64 KiB by +0.8 (docs/performance.md, fiftieth session).");
 base::Setting<double> gIdle("CGDR_CUDA_RESIDENT_IDLE", "20", "us",
                             "CGDR_CUDA_RESIDENT's kernel leaves after this long without a copy or an MPI progress "
                             "step of its process. Anything that waits for the whole GPU (cudaDeviceSynchronize, "

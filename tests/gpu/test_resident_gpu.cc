@@ -32,7 +32,7 @@ class Resident : public ::testing::Test {
     ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
     const char* mode = std::getenv("CGDR_CUDA_RESIDENT");
     ASSERT_TRUE(mode && std::string(mode) == "always") << "run with CGDR_CUDA_RESIDENT=always";
-    ASSERT_TRUE(mem::residentFits(1) && mem::residentFits(4096) && !mem::residentFits(4097) && !mem::residentFits(0));
+    ASSERT_TRUE(mem::residentFits(1) && mem::residentFits(16384) && !mem::residentFits(16385) && !mem::residentFits(0));
   }
 };
 
@@ -60,7 +60,7 @@ void spinNs(std::uint64_t ns) {
   }
 }
 
-constexpr std::size_t kSlot = 4096 + 64;  // one message's room in the source, one target's in dst
+constexpr std::size_t kSlot = 16384 + 64;  // one message's room in the source, one target's in dst
 constexpr int kMessages = 3000;
 constexpr int kTargets = 37;  // messages k and k + 37 write the same target: order shows
 constexpr int kFlagCheckEvery = 50;  // every 50th message taken: its bytes read back once its flag is seen
@@ -97,8 +97,8 @@ struct Round {
   int flagChecks = 0;
 
   static std::size_t size(int k) {
-    const std::size_t sizes[] = {1, 3, 8, 255, 256, 4095, 4096, 777, 2, 4093, 64, 1000};
-    return sizes[k % 12];
+    const std::size_t sizes[] = {1, 3, 8, 255, 256, 4095, 4096, 777, 2, 16383, 64, 1000, 8193, 16384};
+    return sizes[k % 14];
   }
   static std::size_t srcOffset(int k) { return k * kSlot + k % 7; }
   static std::size_t dstOffset(int k) { return (k % kTargets) * kSlot + (k / kTargets) % 5; }
