@@ -4,7 +4,9 @@
 # reported. One comparison run's single values move by ±0.5-1 us on the GPU machine, which is
 # more than the margins the targets ask for; the medians of alternated rounds are steadier.
 #   bench/small-latency.sh BUILD_DIR OUTDIR   (SMALL_ROUNDS, SMALL_RANGE, SMALL_ITERS)
-# SMALL_ALT="VAR=VALUE": one more Container-Opt and one more Native run per round with that setting (an A/B).
+# SMALL_ALT="VAR=VALUE ...": one more Container-Opt and one more Native run per round with those settings (an A/B).
+# SMALL_TEST=bw (or bibw): that test instead of latency (window BW_WINDOW, default 16, as
+# bench/gpu-compare.sh), rates in MB/s (the floor then its copies' one-way rate is not comparable: left out).
 # SMALL_BASE="VAR=VALUE ...": settings of every cgdr run (both sides of the A/B).
 # SMALL_CPUS="2,3 2,17": the CPU pairs the two ranks run on (default 2,3), each its own table; the
 # floor runs on the pair's first CPU. SMALL_BARE=1: also the bare two-process exchange without cgdr
@@ -19,22 +21,29 @@ rounds=${SMALL_ROUNDS:-3}
 cpus=${SMALL_CPUS:-2,3}
 base=()
 for v in ${SMALL_BASE:-}; do base+=(-x "$v"); done
+alt=()
+for v in ${SMALL_ALT:-}; do alt+=(-x "$v"); done
+test=${SMALL_TEST:-latency}
+targs=(-i "$iters")
+[ "$test" = latency ] || targs=(-i "${BW_ITERS:-200:40}" -x 20:4 -W "${BW_WINDOW:-16}")
 for ((r = 1; r <= rounds; ++r)); do
   for c in $cpus; do
     a=${c%%,*} z=${c#*,} tag=${c//,/_}
-    # the floor's median (column 2) and mean (column 9: cgdr-bench's statistic)
-    taskset -c "$a" "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" > "$out/floorlog-$tag.$r" 2>&1
-    awk '/^ *[0-9]/ {print $1, $2}' "$out/floorlog-$tag.$r" > "$out/floor-$tag.$r"
-    awk '/^ *[0-9]/ && NF >= 9 {print $1, $9}' "$out/floorlog-$tag.$r" > "$out/floormean-$tag.$r"
-    timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" "$b" latency D D -m "$range" -i $iters \
+    if [ "$test" = latency ]; then
+      # the floor's median (column 2) and mean (column 9: cgdr-bench's statistic)
+      taskset -c "$a" "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" > "$out/floorlog-$tag.$r" 2>&1
+      awk '/^ *[0-9]/ {print $1, $2}' "$out/floorlog-$tag.$r" > "$out/floor-$tag.$r"
+      awk '/^ *[0-9]/ && NF >= 9 {print $1, $9}' "$out/floorlog-$tag.$r" > "$out/floormean-$tag.$r"
+    fi
+    timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" "$b" "$test" D D -m "$range" "${targs[@]}" \
       2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/native-$tag.$r"
-    timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" latency D D -m "$range" -i $iters \
+    timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" "$test" D D -m "$range" "${targs[@]}" \
       2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/opt-$tag.$r"
     if [ -n "${SMALL_ALT:-}" ]; then
-      timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -x "$SMALL_ALT" -- "$b" latency D D -m "$range" -i $iters \
+      timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" "${alt[@]}" -- "$b" "$test" D D -m "$range" "${targs[@]}" \
         2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt-$tag.$r"
-      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" -x "$SMALL_ALT" "$b" latency D D \
-        -m "$range" -i $iters 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/natalt-$tag.$r"
+      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" "${alt[@]}" "$b" "$test" D D \
+        -m "$range" "${targs[@]}" 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/natalt-$tag.$r"
     fi
     if [ "${SMALL_BARE:-0}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ]; then
       # the "push pp" column of the 8-byte row (bytes, push, pull, push pp, ...)
@@ -43,9 +52,10 @@ for ((r = 1; r <= rounds; ++r)); do
     fi
   done
 done
-python3 - "$out" "$rounds" "${SMALL_ALT:-}" "$cpus" <<'PY'
+python3 - "$out" "$rounds" "${SMALL_ALT:-}" "$cpus" "$test" <<'PY'
 import os, statistics, sys
-out, rounds, alt, cpus = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split()
+out, rounds, alt, cpus, test = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(), sys.argv[5]
+lat = test == "latency"
 kinds = ("floor", "floormean", "native", "opt", "alt", "natalt", "bare")
 for c in cpus:
     tag = c.replace(",", "_")
@@ -61,7 +71,7 @@ for c in cpus:
                 byRound.setdefault((kind, int(size)), {})[r] = float(v)
     med = lambda k, s: statistics.median(vals.get((k, s), [float("nan")]))
     sizes = sorted({s for (k, s) in vals if k != "bare"})
-    print(f"D->D latency, us, ranks on CPUs {c}: median of {rounds} alternated rounds"
+    print(f"D->D {test}, {'us' if lat else 'MB/s'}, ranks on CPUs {c}: median of {rounds} alternated rounds"
           " (floor: bare cudaMemcpyPeerAsync, the median of its copies; floor mean: their mean, the"
           " statistic cgdr-bench reports)\n")
     extra = f" Opt ({alt}) | Opt ({alt})/floor | Opt/Opt ({alt}) | Native ({alt}) | Nat/Nat ({alt}) |" if alt else ""
@@ -79,8 +89,9 @@ for c in cpus:
         def paired(built, other, s):
             x, y = byRound.get((built, s), {}), byRound.get((other, s), {})
             d = [x[r] - y[r] for r in x if r in y]
-            return (statistics.median(d), sum(v < 0 for v in d), len(d)) if d else (float("nan"), 0, 0)
-        print(f"\nThe same rounds paired, as built minus with {alt}: median difference, us, and the rounds in"
+            return (statistics.median(d), sum((v < 0) == lat for v in d), len(d)) if d else (float("nan"), 0, 0)
+        print(f"\nThe same rounds paired, as built minus with {alt}: median difference, {'us' if lat else 'MB/s'},"
+              " and the rounds in"
               " which as built was faster\n")
         print("| size | Container-Opt | faster in | Native | faster in |")
         print("|---:|---:|---:|---:|---:|")

@@ -46,6 +46,11 @@ __device__ void copyItem(const cgdr::mem::GatherItem& it, unsigned long long fir
   copyBytes(d + done, s + done, it.n - done, first, step);
 }
 
+// Whether [a, a + n) and [b, b + m) share a byte.
+__device__ bool overlaps(unsigned long long a, unsigned long long n, unsigned long long b, unsigned long long m) {
+  return n && m && a < b + m && b < a + n;
+}
+
 __device__ unsigned long long nowNs() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -66,17 +71,69 @@ extern "C" __global__ void cgdr_gather(GatherArgs a) {
   copyItem(a.item[blockIdx.x], first, step);
 }
 
-// The resident copy kernel (mem/gather.hpp): one block of kResidentThreads. Generation `gen`,
-// started with every message up to `seq` already taken care of; leaves after `idleNs` without a
-// message or once it has run `lifeNs` (checked between messages). A batch's flags are written
-// after its copies' fence, before its `done`.
-extern "C" __global__ void cgdr_resident(ResidentBox* box, unsigned long long gen, unsigned long long seq,
-                                         unsigned long long idleNs, unsigned long long lifeNs) {
+// The resident copy kernel's helpers (blocks 1 .. gridDim.x - 1; mem/gather.hpp): each joins the
+// crew, then copies its part of every batch the leader shares with it, until the leader leaves.
+__device__ void residentHelper(cgdr::mem::ResidentCrew* crew) {
   constexpr int kSlots = cgdr::mem::kResidentSlots;
-  __shared__ unsigned long long upTo;
-  __shared__ unsigned long long slotWords[8];  // the slot being copied (one cache line)
-  __shared__ unsigned long long flagAt[kSlots], flagValue[kSlots];  // the batch's flags (thread 0)
+  __shared__ unsigned long long me, word;
+  __shared__ cgdr::mem::GatherItem items[kSlots];
+  volatile cgdr::mem::ResidentCrew* v = crew;
+  if (threadIdx.x == 0) me = atomicAdd(reinterpret_cast<unsigned long long*>(&crew->joined), 1ull) + 1;
+  unsigned long long seen = 0;  // the last batch looked at
+  for (;;) {
+    if (threadIdx.x == 0) {
+      unsigned long long w;
+      do w = v->batch;
+      while (w != cgdr::mem::kCrewLeave && (w >> 8) <= seen);
+      __threadfence();  // the batch's messages were written before `batch`
+      word = w;
+    }
+    __syncthreads();
+    const unsigned long long w = word;
+    if (w == cgdr::mem::kCrewLeave) return;
+    seen = w >> 8;
+    const unsigned long long parts = w & 0xff;
+    if (me >= parts) {  // joined after the leader counted the crew: the next batch
+      __syncthreads();  // (word is written again)
+      continue;
+    }
+    const unsigned long long count = v->count;
+    for (unsigned long long i = threadIdx.x; i < count; i += blockDim.x)
+      items[i] = cgdr::mem::GatherItem{v->item[i].src, v->item[i].dst, v->item[i].n};
+    __syncthreads();
+    const unsigned long long first = me * blockDim.x + threadIdx.x, step = parts * blockDim.x;
+    bool wrote = false;
+    for (unsigned long long i = 0; i < count; ++i) {
+      wrote = wrote || first < items[i].n;
+      copyItem(items[i], first, step);
+    }
+    if (wrote) __threadfence_system();  // this part reaches the peer's GPU before the leader's flags
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(reinterpret_cast<unsigned long long*>(&crew->arrived), 1ull);
+    }
+  }
+}
+
+// The resident copy kernel (mem/gather.hpp): block 0 of kResidentThreads (the leader), and
+// gridDim.x - 1 helpers where `crew` is given. Generation `gen`, started with every message up to
+// `seq` already taken care of; leaves after `idleNs` without a message or once it has run `lifeNs`
+// (checked between batches). A batch's flags are written after its copies' fence, before its `done`.
+extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCrew* crew, unsigned long long gen,
+                                         unsigned long long seq, unsigned long long idleNs,
+                                         unsigned long long lifeNs) {
+  if (blockIdx.x > 0) {
+    residentHelper(crew);
+    return;
+  }
+  constexpr int kSlots = cgdr::mem::kResidentSlots;
+  __shared__ unsigned long long upTo, parts;
+  __shared__ unsigned long long slotWords[kSlots][8];  // the batch's slots (one cache line each)
   volatile ResidentBox* v = box;
+  volatile cgdr::mem::ResidentCrew* vc = crew;
+  const bool crewed = crew && gridDim.x > 1;
+  unsigned long long batches = 0, expected = 0;  // (thread 0) batches shared; parts the helpers owe
   const unsigned long long born = nowNs();
   if (threadIdx.x == 0) {
     v->started = gen;
@@ -109,35 +166,87 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, unsigned long long ge
     __syncthreads();
     const unsigned long long target = upTo;  // (0: leave; never more than kSlots above seq)
     if (target > seq) {
-      bool wrote = false;
-      for (unsigned long long k = seq + 1; k <= target; ++k) {
-        if (threadIdx.x < 8)  // one warp load of the slot's line from host memory
-          slotWords[threadIdx.x] = reinterpret_cast<const volatile unsigned long long*>(&box->slot[k % kSlots])[threadIdx.x];
-        __syncthreads();
-        const cgdr::mem::GatherItem it{slotWords[0], slotWords[1], slotWords[2]};
-        if (threadIdx.x == 0) {
-          flagAt[k % kSlots] = slotWords[3];
-          flagValue[k % kSlots] = slotWords[4];
+      const unsigned long long count = target - seq;
+      // every slot of the batch at once: eight threads a slot, one line each from host memory
+      for (unsigned long long i = threadIdx.x; i < count * 8; i += blockDim.x)
+        slotWords[i / 8][i % 8] =
+            reinterpret_cast<const volatile unsigned long long*>(&box->slot[(seq + 1 + i / 8) % kSlots])[i % 8];
+      __syncthreads();
+      // Shared with the helpers where a message is larger than one block moves as fast, and no
+      // message of the batch overlaps another's target (the blocks' parts are not ordered).
+      unsigned long long most = 0;
+      for (unsigned long long i = 0; i < count; ++i) most = slotWords[i][2] > most ? slotWords[i][2] : most;
+      bool share = crewed && most > cgdr::mem::kResidentSolo;
+      if (share && count > 1) {
+        bool overlap = false;
+        if (threadIdx.x < count) {
+          const unsigned long long* a = slotWords[threadIdx.x];
+          for (unsigned long long j = threadIdx.x + 1; j < count; ++j) {
+            const unsigned long long* b = slotWords[j];
+            overlap = overlap || overlaps(a[1], a[2], b[1], b[2]) || overlaps(a[1], a[2], b[0], b[2]) ||
+                      overlaps(a[0], a[2], b[1], b[2]);
+          }
         }
+        share = !__syncthreads_or(overlap);
+      }
+      if (threadIdx.x == 0) {
+        unsigned long long p = 1;
+        if (share) {
+          const unsigned long long joined = vc->joined;
+          p = 1 + (joined < gridDim.x - 1 ? joined : gridDim.x - 1);
+        }
+        parts = p;
+      }
+      __syncthreads();
+      const unsigned long long p = parts;
+      if (p > 1) {  // shared with helpers 1 .. p - 1
+        for (unsigned long long i = threadIdx.x; i < count; i += blockDim.x) {
+          vc->item[i].src = slotWords[i][0];
+          vc->item[i].dst = slotWords[i][1];
+          vc->item[i].n = slotWords[i][2];
+        }
+        if (threadIdx.x == 0) vc->count = count;
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          __threadfence();
+          ++batches;
+          expected += p - 1;
+          vc->batch = batches << 8 | p;
+        }
+      }
+      bool wrote = false;
+      for (unsigned long long i = 0; i < count; ++i) {
+        const cgdr::mem::GatherItem it{slotWords[i][0], slotWords[i][1], slotWords[i][2]};
         wrote = wrote || threadIdx.x < it.n;
-        copyItem(it, threadIdx.x, blockDim.x);
-        __syncthreads();  // (slotWords is read again for the next message)
+        copyItem(it, threadIdx.x, p * blockDim.x);
+        if (p == 1 && i + 1 < count) __syncthreads();  // in order: a later message may overwrite this one
       }
       // The copies reach the peer's GPU before a flag or `done` reaches host memory: each writer's
-      // fence, then the block's barrier, then the fence of the thread that writes them.
+      // fence, then the block's barrier (and the helpers' arrivals), then the fence of the thread
+      // that writes them.
       if (wrote) __threadfence_system();
       __syncthreads();
       if (threadIdx.x == 0) {
+        if (p > 1)
+          while (vc->arrived < expected) {
+          }
         __threadfence_system();
-        for (unsigned long long k = seq + 1; k <= target; ++k)
-          if (flagAt[k % kSlots]) *reinterpret_cast<volatile unsigned long long*>(flagAt[k % kSlots]) = flagValue[k % kSlots];
+        for (unsigned long long i = 0; i < count; ++i)
+          if (slotWords[i][3]) *reinterpret_cast<volatile unsigned long long*>(slotWords[i][3]) = slotWords[i][4];
         v->done = target;
+        if (p > 1) v->crewed = batches;
       }
       seq = target;
+      __syncthreads();  // (slotWords is written again by the next batch)
     }
     if (target == 0 || nowNs() - born > lifeNs) break;
   }
   if (threadIdx.x == 0) {
+    if (crewed) {
+      __threadfence();
+      vc->batch = cgdr::mem::kCrewLeave;
+    }
     __threadfence_system();
     v->exited = gen;
   }

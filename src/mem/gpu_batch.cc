@@ -108,12 +108,14 @@ int prepareKernels() {
   return static_cast<int>(e);
 }
 
-int launchResident(ResidentBox* box, std::uint64_t gen, std::uint64_t seq, std::uint64_t idleNs, std::uint64_t lifeNs,
-                   void* stream) {
+int launchResident(ResidentBox* box, ResidentCrew* crew, int blocks, std::uint64_t gen, std::uint64_t seq,
+                   std::uint64_t idleNs, std::uint64_t lifeNs, void* stream) {
   if (!load()) return static_cast<int>(cudaErrorInvalidDeviceFunction);
+  if (!crew) blocks = 1;
   unsigned long long g = gen, s = seq, idle = idleNs, life = lifeNs;
-  void* params[] = {&box, &g, &s, &idle, &life};
-  return static_cast<int>(cudaLaunchKernel(reinterpret_cast<const void*>(kernel().resident), dim3(1),
+  void* params[] = {&box, &crew, &g, &s, &idle, &life};
+  return static_cast<int>(cudaLaunchKernel(reinterpret_cast<const void*>(kernel().resident),
+                                           dim3(static_cast<unsigned>(std::clamp(blocks, 1, kResidentMaxBlocks))),
                                            dim3(kResidentThreads), params, 0, static_cast<cudaStream_t>(stream)));
 }
 
@@ -122,7 +124,9 @@ int launchResident(ResidentBox* box, std::uint64_t gen, std::uint64_t seq, std::
 bool batchable(std::size_t) { return false; }
 int launchGather(const GatherArgs&, void*) { return 1; }
 int prepareKernels() { return 1; }
-int launchResident(ResidentBox*, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t, void*) { return 1; }
+int launchResident(ResidentBox*, ResidentCrew*, int, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t, void*) {
+  return 1;
+}
 
 #endif
 

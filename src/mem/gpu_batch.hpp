@@ -17,8 +17,9 @@ int launchGather(const GatherArgs& a, void* stream);
 // it while the resident kernel runs, and wait for it); a cudaError_t.
 int prepareKernels();
 // Launches the resident kernel (mem/gather.hpp) of generation `gen` on `stream`, every copy up to
-// `seq` taken care of; a cudaError_t.
-int launchResident(ResidentBox* box, std::uint64_t gen, std::uint64_t seq, std::uint64_t idleNs, std::uint64_t lifeNs,
-                   void* stream);
+// `seq` taken care of: `blocks` blocks, the helpers' `crew` (zeroed; null where blocks is 1); a
+// cudaError_t.
+int launchResident(ResidentBox* box, ResidentCrew* crew, int blocks, std::uint64_t gen, std::uint64_t seq,
+                   std::uint64_t idleNs, std::uint64_t lifeNs, void* stream);
 
 }  // namespace cgdr::mem

@@ -33,7 +33,7 @@ CopyCounts copyCounts() {
           gKernels.load(std::memory_order_relaxed),     gBatchedLargest.load(std::memory_order_relaxed),
           r.copies,                                     r.launches,
           r.redone,                                     r.notRunning,
-          r.full};
+          r.full,                                       r.crewed};
 }
 
 #if CGDR_HAVE_CUDA

@@ -159,11 +159,12 @@ class GpuCopy {
 // largest of them `batchedLargest` bytes. `resident`: copies the resident kernel took, in
 // `residentLaunches` launches; `residentRedone`: of them made on the copy engine after it left;
 // `residentNotRunning`, `residentFull`: copies it could have taken, made on the copy engine since
-// it was not running (after a first launch) or full.
+// it was not running (after a first launch) or full; `residentCrewed`: batches of them its
+// helpers shared (CGDR_CUDA_RESIDENT_BLOCKS).
 struct CopyCounts {
   unsigned long long graph = 0, repeated = 0, plain = 0, asked = 0, inferred = 0, batched = 0, kernels = 0,
                      batchedLargest = 0, resident = 0, residentLaunches = 0, residentRedone = 0, residentNotRunning = 0,
-                     residentFull = 0;
+                     residentFull = 0, residentCrewed = 0;
 };
 CopyCounts copyCounts();
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -29,8 +30,8 @@ base::ChoiceSetting gResident(
     "on the GPU while such copies come less than 100 us apart: a few stores to mapped host memory instead of a "
     "copy-engine operation's issue and wait, and where the receiver advertised its receive the kernel tells it "
     "itself (CGDR_CUDA_RESIDENT_NOTIFY). On two H200s 8-64 B D-D latency fell from 9.6-9.9 to 8.0-8.4 us across "
-    "containers (docs/performance.md, forty-ninth session). It holds one block of 128 threads (part of one SM) "
-    "while it runs, leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the process's last MPI progress, and "
+    "containers (docs/performance.md, forty-ninth session). It holds one block of 128 threads (part of one SM; more with "
+    "CGDR_CUDA_RESIDENT_BLOCKS) while it runs, leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the process's last MPI progress, and "
     "after 5 ms; a cudaDeviceSynchronize or cudaFree meanwhile waits for it to leave. Never where the other side "
     "is on this GPU, nor on a GPU another rank of the job shares without MPS (a process of another job sharing "
     "the GPU without MPS is not seen: set off there). off: the copy engine. always: started at the first such "
@@ -45,13 +46,19 @@ base::Setting<double> gIdle("CGDR_CUDA_RESIDENT_IDLE", "20", "us",
                             "step of its process. Anything that waits for the whole GPU (cudaDeviceSynchronize, "
                             "cudaFree) waits for it to leave: up to this long after the process left MPI.");
 
+base::Setting<long long> gBlocks("CGDR_CUDA_RESIDENT_BLOCKS", "1", "blocks",
+                                 "Blocks of CGDR_CUDA_RESIDENT's kernel (1-32, 128 threads each). Beyond the first, "
+                                 "helpers that copy their parts of messages larger than 16 KiB (the first block alone "
+                                 "moves smaller ones as fast): with them CGDR_CUDA_RESIDENT_LIMIT may be raised. They "
+                                 "stay on their SMs while the kernel runs.");
+
 enum { kAuto, kOff, kAlways };
 constexpr std::uint64_t kLifeNs = 5'000'000;     // a kernel leaves after this long (a new one follows if needed)
 constexpr std::uint64_t kOftenNs = 100'000;      // copies this close together start it (a ping-pong's: 16-30 us)
 constexpr std::uint64_t kCheckNs = 1'000'000;    // a copy pending this long has its kernel's stream asked
 constexpr int kMaxDevices = 64;
 
-std::atomic<unsigned long long> gCopies{0}, gLaunches{0}, gRedone{0}, gNotRunning{0}, gFull{0};
+std::atomic<unsigned long long> gCopies{0}, gLaunches{0}, gRedone{0}, gNotRunning{0}, gFull{0}, gCrewed{0};
 
 }  // namespace
 
@@ -62,6 +69,11 @@ std::uint64_t nowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+int blocks() {
+  static const int v = static_cast<int>(std::clamp<long long>(gBlocks.get(), 1, kResidentMaxBlocks));
+  return v;
 }
 
 std::uint64_t idleNs() {
@@ -76,6 +88,7 @@ struct Device {
   std::mutex m;
   ResidentBox* box = nullptr;  // mapped host memory (never freed: a kernel may still read it at exit)
   ResidentBox* boxDev = nullptr;
+  ResidentCrew* crew = nullptr;  // device memory, where the kernel has helpers (never freed, as the box)
   cudaStream_t stream = nullptr;
   std::uint64_t gen = 0, posted = 0;
   std::uint64_t* hostFlag[kResidentSlots] = {};  // the flags of the posted slots, for this CPU
@@ -206,6 +219,7 @@ void residentWake(int device) {
     cudaError_t e = cudaHostAlloc(&host, sizeof(ResidentBox), cudaHostAllocMapped | cudaHostAllocPortable);
     if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev, host, 0);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess && blocks() > 1) e = cudaMalloc(reinterpret_cast<void**>(&d->crew), sizeof(ResidentCrew));
     if (e != cudaSuccess) {
       (void)fail(*d, "set-up", e);
       return;
@@ -230,8 +244,15 @@ void residentWake(int device) {
     d->prepared = true;
   }
   std::uint64_t gen = d->gen + 1;
-  cudaError_t e = static_cast<cudaError_t>(
-      launchResident(d->boxDev, gen, d->posted, idleNs(), kLifeNs, d->stream));
+  cudaError_t e = cudaSuccess;
+  if (d->crew) {  // (the kernel before, if any, has ended: its count is final)
+    gCrewed.fetch_add(load(d->box->crewed), std::memory_order_relaxed);
+    __atomic_store_n(&d->box->crewed, 0, __ATOMIC_RELAXED);
+    e = cudaMemsetAsync(d->crew, 0, offsetof(ResidentCrew, item), d->stream);
+  }
+  if (e == cudaSuccess)
+    e = static_cast<cudaError_t>(
+        launchResident(d->boxDev, d->crew, blocks(), gen, d->posted, idleNs(), kLifeNs, d->stream));
   if (e != cudaSuccess) {
     d->broken = true;
     (void)cudaGetLastError();
@@ -325,9 +346,17 @@ void residentQuiesce() {}
 #endif
 
 ResidentCounts residentCounts() {
+  unsigned long long crewed = gCrewed.load(std::memory_order_relaxed);
+#if CGDR_HAVE_CUDA
+  for (int i = 0; i < gBoxes.load(std::memory_order_acquire); ++i)  // the kernels' own counts since their launch
+    if (Device* d = deviceOf(i, false)) {
+      std::lock_guard lock(d->m);
+      if (d->box) crewed += load(d->box->crewed);
+    }
+#endif
   return {gCopies.load(std::memory_order_relaxed), gLaunches.load(std::memory_order_relaxed),
           gRedone.load(std::memory_order_relaxed), gNotRunning.load(std::memory_order_relaxed),
-          gFull.load(std::memory_order_relaxed)};
+          gFull.load(std::memory_order_relaxed), crewed};
 }
 
 }  // namespace cgdr::mem

@@ -1,7 +1,7 @@
 // The resident copy kernel's host side (device code: cgdr_resident in mem/gather_kernel.cu, its
-// mailbox mem/gather.hpp): per GPU, one block that stays on the GPU while lone small GPU-to-GPU
-// copies come often and takes each through a few stores to mapped host memory, instead of a
-// copy-engine operation's issue and wait. GpuCopy::start (mem/gpu_copy.hpp) uses it for copies
+// mailbox mem/gather.hpp): per GPU, one block (and its helpers: CGDR_CUDA_RESIDENT_BLOCKS) that
+// stays on the GPU while lone small GPU-to-GPU copies come often and takes each through a few
+// stores to mapped host memory, instead of a copy-engine operation's issue and wait. GpuCopy::start (mem/gpu_copy.hpp) uses it for copies
 // whose caller says the GPU's SMs reach both sides and that the other side is on another GPU.
 #pragma once
 #include <cstddef>
@@ -50,9 +50,9 @@ void residentQuiesce();
 
 // Copies the resident kernels took, launches, copies made on the copy engine after a kernel left
 // without them, and copies it could have taken that found it not running (not started, or left)
-// or full (CGDR_STATS).
+// or full; batches of copies its helpers shared (CGDR_CUDA_RESIDENT_BLOCKS; CGDR_STATS).
 struct ResidentCounts {
-  unsigned long long copies = 0, launches = 0, redone = 0, notRunning = 0, full = 0;
+  unsigned long long copies = 0, launches = 0, redone = 0, notRunning = 0, full = 0, crewed = 0;
 };
 ResidentCounts residentCounts();
 

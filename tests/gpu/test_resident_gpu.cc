@@ -6,7 +6,9 @@
 // applied in order on the host, and every copy's flag (a word of mapped host memory it sets when
 // done: set by the time the copy reads done, its bytes in place once it is seen set, and never
 // set where the copy was not posted or failed); a kernel that faults fails its copies with a
-// message instead of leaving them pending.
+// message instead of leaving them pending. With CGDR_CUDA_RESIDENT_BLOCKS > 1 and a larger
+// CGDR_CUDA_RESIDENT_LIMIT (gpu.resident_crew) messages up to that limit come too, and copies
+// larger than 16 KiB must have been shared with the kernel's helpers.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/config.hpp"
 #include "base/cuda.hpp"
 #include "mem/resident.hpp"
 
@@ -25,6 +28,17 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// CGDR_CUDA_RESIDENT_LIMIT as this process was given it (16K unless set), and whether the kernel
+// has helpers (CGDR_CUDA_RESIDENT_BLOCKS > 1).
+std::size_t limit() {
+  const char* v = std::getenv("CGDR_CUDA_RESIDENT_LIMIT");
+  return v ? base::parseBytes(v).value_or(0) : 16384;
+}
+bool crewed() {
+  const char* v = std::getenv("CGDR_CUDA_RESIDENT_BLOCKS");
+  return v && std::atoi(v) > 1;
+}
+
 class Resident : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -32,7 +46,9 @@ class Resident : public ::testing::Test {
     ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
     const char* mode = std::getenv("CGDR_CUDA_RESIDENT");
     ASSERT_TRUE(mode && std::string(mode) == "always") << "run with CGDR_CUDA_RESIDENT=always";
-    ASSERT_TRUE(mem::residentFits(1) && mem::residentFits(16384) && !mem::residentFits(16385) && !mem::residentFits(0));
+    ASSERT_GE(limit(), 16384u);
+    ASSERT_TRUE(mem::residentFits(1) && mem::residentFits(limit()) && !mem::residentFits(limit() + 1) &&
+                !mem::residentFits(0));
   }
 };
 
@@ -60,7 +76,7 @@ void spinNs(std::uint64_t ns) {
   }
 }
 
-constexpr std::size_t kSlot = 16384 + 64;  // one message's room in the source, one target's in dst
+std::size_t slotBytes() { return limit() + 64; }  // one target's room in dst
 constexpr int kMessages = 3000;
 constexpr int kTargets = 37;  // messages k and k + 37 write the same target: order shows
 constexpr int kFlagCheckEvery = 50;  // every 50th message taken: its bytes read back once its flag is seen
@@ -96,15 +112,24 @@ struct Round {
   std::vector<char> taken = std::vector<char>(kMessages, 0);  // posted to the kernel
   int flagChecks = 0;
 
-  static std::size_t size(int k) {
-    const std::size_t sizes[] = {1, 3, 8, 255, 256, 4095, 4096, 777, 2, 16383, 64, 1000, 8193, 16384};
-    return sizes[k % 14];
-  }
-  static std::size_t srcOffset(int k) { return k * kSlot + k % 7; }
-  static std::size_t dstOffset(int k) { return (k % kTargets) * kSlot + (k / kTargets) % 5; }
+  std::vector<std::size_t> sizes = {1, 3, 8, 255, 256, 4095, 4096, 777, 2, 16383, 64, 1000, 8193, 16384};
+  std::vector<std::size_t> from;  // message k's offset in src
+  const std::size_t slot = slotBytes();
 
-  Round() : want(kTargets * kSlot, 0) {
-    std::vector<std::uint8_t> h(kMessages * kSlot, 0);
+  std::size_t size(int k) const { return sizes[k % sizes.size()]; }
+  std::size_t srcOffset(int k) const { return from[k]; }
+  std::size_t dstOffset(int k) const { return (k % kTargets) * slot + (k / kTargets) % 5; }
+
+  Round() : want(kTargets * slotBytes(), 0) {
+    if (limit() > 16384)  // the helpers' sizes: one over 16 KiB, odd ones between, the limit and one under
+      for (std::size_t n : {std::size_t{16385}, (16384 + limit()) / 2 + 5, limit() - 1, limit(), std::size_t{16384 + 4097}})
+        sizes.push_back(n);
+    std::size_t at = 0;
+    for (int k = 0; k < kMessages; ++k) {
+      from.push_back(at + k % 7);
+      at += size(k) + 16;
+    }
+    std::vector<std::uint8_t> h(at, 0);
     for (int k = 0; k < kMessages; ++k)
       for (std::size_t i = 0; i < size(k); ++i) h[srcOffset(k) + i] = pattern(k, i);
     EXPECT_EQ(cudaMalloc(&src, h.size()), cudaSuccess);
@@ -172,7 +197,7 @@ struct Round {
     std::vector<std::uint8_t> got(want.size());
     ASSERT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
     for (std::size_t i = 0; i < got.size(); ++i)
-      ASSERT_EQ(got[i], want[i]) << "target " << i / kSlot << " byte " << i % kSlot;
+      ASSERT_EQ(got[i], want[i]) << "target " << i / slot << " byte " << i % slot;
   }
 };
 
@@ -201,6 +226,71 @@ TEST_F(Resident, CopiesLandInOrderAlsoWhenRedoneAfterTheKernelLeft) {
   EXPECT_GT(after.redone, before.redone) << "no message was left by a kernel leaving in 30 s";
   EXPECT_FALSE(mem::residentBusy(0));
   EXPECT_GT(flagChecks, 0) << "no message's bytes were read back after its flag";
+  if (crewed()) {  // (a kernel that leaves 2 us after each copy seldom has helpers that joined: the bursts do)
+    std::printf("%llu batches shared with the kernel's helpers\n", after.crewed - before.crewed);
+  } else {
+    EXPECT_EQ(after.crewed, before.crewed) << "a kernel of one block shared a batch";
+  }
+}
+
+// Bursts of 64 messages larger than 16 KiB posted back to back, so that the kernel takes several
+// in one batch: into 64 distinct targets (such a batch may be shared with the helpers), then into
+// 32 targets each written by two messages of the burst at different offsets (the later one must
+// win byte for byte: such a batch is copied in order by one block).
+TEST_F(Resident, BurstsOfLargeMessagesLandInOrder) {
+  if (limit() <= 16384) GTEST_SKIP() << "messages over 16 KiB: with CGDR_CUDA_RESIDENT_LIMIT above 16K";
+  const mem::ResidentCounts before = mem::residentCounts();
+  constexpr int kBurst = 64;
+  const std::size_t slot = slotBytes();
+  auto size = [](int b, int m) { return 16385 + static_cast<std::size_t>((b * 131 + m * 977) % (limit() - 16384)); };
+  char* src = nullptr;
+  char* dst = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, kBurst * slot), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, kBurst * slot), cudaSuccess);
+  std::vector<std::uint8_t> want(kBurst * slot, 0), h(kBurst * slot);
+  ASSERT_EQ(cudaMemset(dst, 0, want.size()), cudaSuccess);
+  base::Status err;
+  int bursts = 0;
+  for (int b = 0; b < 40; ++b, ++bursts) {
+    const bool overlapping = b % 2 == 1;
+    for (int m = 0; m < kBurst; ++m)  // message m of burst b: its own pattern
+      for (std::size_t i = 0; i < size(b, m); ++i) h[m * slot + i] = pattern(b * kBurst + m, i);
+    ASSERT_EQ(cudaMemcpy(src, h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    std::uint64_t last = 0;
+    for (int m = 0; m < kBurst; ++m) {
+      const std::size_t n = size(b, m);
+      const std::size_t at = overlapping ? (m % 32) * slot + (m / 32) * 3 : m * slot + m % 5;
+      std::uint64_t seq = mem::residentPost(0, dst + at, src + m * slot, n);
+      if (seq) {
+        last = seq;
+      } else {  // as a caller does: the copy engine, after every earlier copy
+        if (last) {
+          ASSERT_TRUE(waitDone(last, &err)) << "burst " << b << " message " << m << ": " << err.message();
+        }
+        ASSERT_EQ(cudaMemcpy(dst + at, src + m * slot, n, cudaMemcpyDeviceToDevice), cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+        mem::residentWake(0);
+      }
+      for (std::size_t i = 0; i < n; ++i) want[at + i] = h[m * slot + i];
+    }
+    if (last) {
+      ASSERT_TRUE(waitDone(last, &err)) << "burst " << b << ": " << err.message();
+    }
+    std::vector<std::uint8_t> got(want.size());
+    ASSERT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << "burst " << b << (overlapping ? " (overlapping)" : "") << ": target "
+                                 << i / slot << " byte " << i % slot;
+  }
+  const mem::ResidentCounts after = mem::residentCounts();
+  std::printf("%d bursts of %d: %llu by the kernel, %llu batches shared with its helpers, %llu while full\n", bursts,
+              kBurst, after.copies - before.copies, after.crewed - before.crewed, after.full - before.full);
+  EXPECT_GT(after.copies - before.copies, static_cast<unsigned long long>(bursts * kBurst / 4));
+  if (crewed()) {
+    EXPECT_GT(after.crewed, before.crewed);
+  }
+  cudaFree(src);
+  cudaFree(dst);
 }
 
 // Same-size messages back to back with no gap: the kernel keeps running and takes nearly all.
