@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -316,6 +316,20 @@ if has visprobe 30; then
   else
     say "visprobe: build failed"; tail -5 "$logs/visprobe-build.log" | tee -a "$summary"
   fi
+fi
+
+if has resbench 30; then
+  # The resident copy kernel alone, GPU 0 to GPU 1, one copy at a time, per number of blocks and
+  # the largest copy the first moves alone (RESBENCH_CONFIGS: BLOCKS:SOLO ...), the limit at
+  # RESBENCH_LIMIT (bench/resident_bench.cc; no MPI).
+  for cfg in ${RESBENCH_CONFIGS:-1 8:16K 8:64K 16:64K}; do
+    nb=${cfg%%:*} solo=16K
+    [[ $cfg == *:* ]] && solo=${cfg#*:}
+    CGDR_CUDA_RESIDENT=always CGDR_CUDA_RESIDENT_BLOCKS=$nb CGDR_CUDA_RESIDENT_SOLO=$solo \
+      CGDR_CUDA_RESIDENT_LIMIT=${RESBENCH_LIMIT:-1M} \
+      taskset -c 2 timeout 60 "$build/bench/cgdr-resident-bench" -m "${RESBENCH_RANGE:-8:1M}" \
+      -i "${RESBENCH_ITERS:-2000}" 2>&1 | tee -a "$summary"
+  done
 fi
 
 if has bench 60; then

@@ -52,24 +52,23 @@ struct ResidentBox {
 static_assert(sizeof(ResidentBox::Slot) == 64);
 
 // A resident kernel of more than one block (CGDR_CUDA_RESIDENT_BLOCKS): block 0 (the leader) reads
-// the box as above and alone copies batches whose largest message is at most kResidentSolo bytes
-// (one block moves those as fast as any); a larger batch it shares with the blocks that have
-// joined (the helpers), each copying its part of every message, and it writes the flags and
+// the box as above and alone copies batches whose largest message is at most CGDR_CUDA_RESIDENT_SOLO
+// bytes (sharing costs a few round trips through the GPU's L2); a larger batch it shares with the
+// blocks that have joined (the helpers), each copying its part of every message, and it writes the flags and
 // `done` once every part arrived. Device memory of the GPU, zeroed before each launch: helpers
 // poll it on the GPU (not host memory over PCIe). Only the leader leaves by idle time or
 // lifetime, and tells the helpers so.
 constexpr int kResidentMaxBlocks = 32;
-constexpr std::uint64_t kResidentSolo = 16 * 1024;
 constexpr std::uint64_t kCrewLeave = ~0ull;
 struct ResidentCrew {
   std::uint64_t joined;  // helpers started: each took the next number (1, 2, ...)
   std::uint64_t pad0[15];
-  std::uint64_t batch;  // leader: (batch number << 8) | parts (the leader's and helpers 1 .. parts-1); kCrewLeave
+  // leader: batch number << 16 | its messages << 8 | parts (the leader's and helpers 1 .. parts - 1),
+  // written after the messages; kCrewLeave
+  std::uint64_t batch;
   std::uint64_t pad1[15];
   std::uint64_t arrived;  // helpers: parts copied and fenced, all batches
   std::uint64_t pad2[15];
-  std::uint64_t count;  // the batch's messages (leader: written before `batch`)
-  std::uint64_t pad3[15];
   GatherItem item[kResidentSlots];
 };
 

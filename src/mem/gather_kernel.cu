@@ -83,21 +83,23 @@ __device__ void residentHelper(cgdr::mem::ResidentCrew* crew) {
   for (;;) {
     if (threadIdx.x == 0) {
       unsigned long long w;
-      do w = v->batch;
-      while (w != cgdr::mem::kCrewLeave && (w >> 8) <= seen);
+      for (;;) {  // (a pause between looks: seven or more blocks polling one line slowed the leader)
+        w = v->batch;
+        if (w == cgdr::mem::kCrewLeave || (w >> 16) > seen) break;
+        __nanosleep(64);
+      }
       __threadfence();  // the batch's messages were written before `batch`
       word = w;
     }
     __syncthreads();
     const unsigned long long w = word;
     if (w == cgdr::mem::kCrewLeave) return;
-    seen = w >> 8;
-    const unsigned long long parts = w & 0xff;
+    seen = w >> 16;
+    const unsigned long long parts = w & 0xff, count = (w >> 8) & 0xff;
     if (me >= parts) {  // joined after the leader counted the crew: the next batch
       __syncthreads();  // (word is written again)
       continue;
     }
-    const unsigned long long count = v->count;
     for (unsigned long long i = threadIdx.x; i < count; i += blockDim.x)
       items[i] = cgdr::mem::GatherItem{v->item[i].src, v->item[i].dst, v->item[i].n};
     __syncthreads();
@@ -117,12 +119,12 @@ __device__ void residentHelper(cgdr::mem::ResidentCrew* crew) {
 }
 
 // The resident copy kernel (mem/gather.hpp): block 0 of kResidentThreads (the leader), and
-// gridDim.x - 1 helpers where `crew` is given. Generation `gen`, started with every message up to
-// `seq` already taken care of; leaves after `idleNs` without a message or once it has run `lifeNs`
+// gridDim.x - 1 helpers where `crew` is given, sharing batches with a copy over `soloBytes`.
+// Generation `gen`, started with every message up to `seq` already taken care of; leaves after `idleNs` without a message or once it has run `lifeNs`
 // (checked between batches). A batch's flags are written after its copies' fence, before its `done`.
 extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCrew* crew, unsigned long long gen,
-                                         unsigned long long seq, unsigned long long idleNs,
-                                         unsigned long long lifeNs) {
+                                         unsigned long long seq, unsigned long long idleNs, unsigned long long lifeNs,
+                                         unsigned long long soloBytes) {
   if (blockIdx.x > 0) {
     residentHelper(crew);
     return;
@@ -176,7 +178,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
       // message of the batch overlaps another's target (the blocks' parts are not ordered).
       unsigned long long most = 0;
       for (unsigned long long i = 0; i < count; ++i) most = slotWords[i][2] > most ? slotWords[i][2] : most;
-      bool share = crewed && most > cgdr::mem::kResidentSolo;
+      bool share = crewed && most > soloBytes;
       if (share && count > 1) {
         bool overlap = false;
         if (threadIdx.x < count) {
@@ -205,14 +207,13 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
           vc->item[i].dst = slotWords[i][1];
           vc->item[i].n = slotWords[i][2];
         }
-        if (threadIdx.x == 0) vc->count = count;
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) {
           __threadfence();
           ++batches;
           expected += p - 1;
-          vc->batch = batches << 8 | p;
+          vc->batch = batches << 16 | count << 8 | p;
         }
       }
       bool wrote = false;

@@ -48,9 +48,14 @@ base::Setting<double> gIdle("CGDR_CUDA_RESIDENT_IDLE", "20", "us",
 
 base::Setting<long long> gBlocks("CGDR_CUDA_RESIDENT_BLOCKS", "1", "blocks",
                                  "Blocks of CGDR_CUDA_RESIDENT's kernel (1-32, 128 threads each). Beyond the first, "
-                                 "helpers that copy their parts of messages larger than 16 KiB (the first block alone "
-                                 "moves smaller ones as fast): with them CGDR_CUDA_RESIDENT_LIMIT may be raised. They "
-                                 "stay on their SMs while the kernel runs.");
+                                 "helpers that copy their parts of copies larger than CGDR_CUDA_RESIDENT_SOLO: with "
+                                 "them CGDR_CUDA_RESIDENT_LIMIT may be raised. They stay on their SMs while the kernel "
+                                 "runs.");
+base::Setting<base::Bytes> gSolo("CGDR_CUDA_RESIDENT_SOLO", "16K", "bytes",
+                                 "With CGDR_CUDA_RESIDENT_BLOCKS > 1, the largest copy the kernel's first block moves "
+                                 "alone; larger ones it shares with its helpers (sharing costs ~2 us: within one H200, "
+                                 "one block was faster up to 64 KiB, eight from 128 KiB; docs/performance.md, "
+                                 "fifty-first session).");
 
 enum { kAuto, kOff, kAlways };
 constexpr std::uint64_t kLifeNs = 5'000'000;     // a kernel leaves after this long (a new one follows if needed)
@@ -252,7 +257,7 @@ void residentWake(int device) {
   }
   if (e == cudaSuccess)
     e = static_cast<cudaError_t>(
-        launchResident(d->boxDev, d->crew, blocks(), gen, d->posted, idleNs(), kLifeNs, d->stream));
+        launchResident(d->boxDev, d->crew, blocks(), gen, d->posted, idleNs(), kLifeNs, gSolo.get().value, d->stream));
   if (e != cudaSuccess) {
     d->broken = true;
     (void)cudaGetLastError();

@@ -1,0 +1,144 @@
+// The resident copy kernel (mem/resident.hpp) alone, without MPI: one copy at a time from GPU 0 to
+// GPU 1 (over NVLink where two GPUs are visible; else within GPU 0), each waited for before the
+// next, as a ping-pong's sender posts them, against the same copies on the copy engine
+// (cudaMemcpyAsync, its completion polled with cudaEventQuery). It shows what the kernel's blocks
+// (CGDR_CUDA_RESIDENT_BLOCKS) and limit (CGDR_CUDA_RESIDENT_LIMIT) give per size before a run
+// through MPI does:
+//   CGDR_CUDA_RESIDENT=always CGDR_CUDA_RESIDENT_BLOCKS=8 CGDR_CUDA_RESIDENT_LIMIT=512K
+//   cgdr-resident-bench [-i ITERS] [-m MIN:MAX]
+// Prints, per size: the median and 90th percentile of post-to-done time on the kernel and on
+// the engine (us), and how many of the timed copies the kernel took (the others, not taken, are
+// left out of its times).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/config.hpp"
+#include "mem/resident.hpp"
+
+using namespace cgdr;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+bool check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "cgdr-resident-bench: %s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iters = 2000;
+  std::size_t lo = 8, hi = 1 << 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "-i")) {
+      iters = std::max(10, std::atoi(argv[i + 1]));
+    } else if (!std::strcmp(argv[i], "-m")) {
+      std::string r = argv[i + 1];
+      auto colon = r.find(':');
+      auto a = base::parseBytes(r.substr(0, colon));
+      auto b = base::parseBytes(colon == std::string::npos ? r : r.substr(colon + 1));
+      if (!a || !b || *a == 0 || *a > *b) {
+        std::fprintf(stderr, "cgdr-resident-bench: -m MIN:MAX (sizes, MIN > 0)\n");
+        return 2;
+      }
+      lo = *a;
+      hi = *b;
+    } else {
+      std::fprintf(stderr, "usage: cgdr-resident-bench [-i ITERS] [-m MIN:MAX]\n");
+      return 2;
+    }
+  }
+  const char* mode = std::getenv("CGDR_CUDA_RESIDENT");
+  if (!mode || std::string(mode) != "always") {
+    std::fprintf(stderr, "cgdr-resident-bench: run with CGDR_CUDA_RESIDENT=always\n");
+    return 2;
+  }
+  int gpus = 0;
+  if (!check(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount") || gpus < 1) return 77;
+  int peer = gpus > 1 ? 1 : 0;
+  if (peer) {
+    int can = 0;
+    cudaDeviceCanAccessPeer(&can, 0, 1);
+    if (!can) peer = 0;
+  }
+  char *src = nullptr, *dst = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ev = nullptr;
+  if (!check(cudaSetDevice(peer), "cudaSetDevice") || !check(cudaMalloc(&dst, hi), "cudaMalloc") ||
+      !check(cudaSetDevice(0), "cudaSetDevice") || !check(cudaMalloc(&src, hi), "cudaMalloc") ||
+      !check(cudaMemset(src, 0x5a, hi), "cudaMemset") ||
+      !check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
+      !check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate"))
+    return 1;
+  if (peer) {
+    cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    if (e != cudaErrorPeerAccessAlreadyEnabled && !check(e, "cudaDeviceEnablePeerAccess")) return 1;
+  }
+  std::printf("# GPU 0 -> GPU %d (%s); CGDR_CUDA_RESIDENT_BLOCKS=%s _SOLO=%s _LIMIT=%s; %d copies a size\n", peer,
+              peer ? "peer" : "the same GPU", std::getenv("CGDR_CUDA_RESIDENT_BLOCKS") ?: "(default)",
+              std::getenv("CGDR_CUDA_RESIDENT_SOLO") ?: "(default)", std::getenv("CGDR_CUDA_RESIDENT_LIMIT") ?: "(default)",
+              iters);
+  std::printf("%-10s %10s %10s %10s %10s %8s\n", "bytes", "kernel p50", "kernel p90", "engine p50", "engine p90",
+              "taken");
+  const mem::ResidentCounts before = mem::residentCounts();
+  for (std::size_t n = lo; n <= hi; n *= 2) {
+    std::vector<double> kernel, engine;
+    const bool fits = mem::residentFits(n);
+    for (int k = 0; fits && k < iters + 100; ++k) {  // the first 100: the kernel starts
+      auto t0 = Clock::now();
+      std::uint64_t seq = mem::residentPost(0, dst, src, n);
+      if (!seq) {
+        if (!check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream), "cudaMemcpyAsync") ||
+            !check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"))
+          return 1;
+        mem::residentWake(0);
+        continue;
+      }
+      base::Status err;
+      int r;
+      while ((r = mem::residentPoll(0, seq, &err)) == 0) {
+      }
+      if (r < 0) {
+        std::fprintf(stderr, "cgdr-resident-bench: %s\n", err.message().c_str());
+        return 1;
+      }
+      if (k >= 100) kernel.push_back(us(Clock::now() - t0));
+    }
+    mem::residentQuiesce();
+    for (int k = 0; k < iters + 100; ++k) {
+      auto t0 = Clock::now();
+      if (!check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream), "cudaMemcpyAsync") ||
+          !check(cudaEventRecord(ev, stream), "cudaEventRecord"))
+        return 1;
+      cudaError_t q;
+      while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+      }
+      if (!check(q, "cudaEventQuery")) return 1;
+      if (k >= 100) engine.push_back(us(Clock::now() - t0));
+    }
+    std::printf("%-10zu %10.2f %10.2f %10.2f %10.2f %8zu\n", n, pct(kernel, 0.5), pct(kernel, 0.9), pct(engine, 0.5),
+                pct(engine, 0.9), kernel.size());
+    if (n > hi / 2) break;
+  }
+  const mem::ResidentCounts after = mem::residentCounts();
+  std::printf("# by the kernel %llu in %llu launches; batches shared with its helpers %llu\n",
+              after.copies - before.copies, after.launches - before.launches, after.crewed - before.crewed);
+  return 0;
+}
