@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
   }
   std::printf("# GPU 0 -> GPU %d (%s); CGDR_CUDA_RESIDENT_BLOCKS=%s _SOLO=%s _LIMIT=%s; %d copies a size\n", peer,
               peer ? "peer" : "the same GPU", std::getenv("CGDR_CUDA_RESIDENT_BLOCKS") ?: "(default)",
-              std::getenv("CGDR_CUDA_RESIDENT_SOLO") ?: "(default)", std::getenv("CGDR_CUDA_RESIDENT_LIMIT") ?: "(default)",
-              iters);
+              std::getenv("CGDR_CUDA_RESIDENT_SOLO") ?: "(default)",
+              std::getenv("CGDR_CUDA_RESIDENT_LIMIT") ?: "(default)", iters);
   std::printf("%-10s %10s %10s %10s %10s %8s\n", "bytes", "kernel p50", "kernel p90", "engine p50", "engine p90",
               "taken");
   const mem::ResidentCounts before = mem::residentCounts();

@@ -83,7 +83,7 @@ __device__ void residentHelper(cgdr::mem::ResidentCrew* crew) {
   for (;;) {
     if (threadIdx.x == 0) {
       unsigned long long w;
-      for (;;) {  // (a pause between looks: seven or more blocks polling one line slowed the leader)
+      for (;;) {  // (a pause between looks: less traffic on the line the leader writes)
         w = v->batch;
         if (w == cgdr::mem::kCrewLeave || (w >> 16) > seen) break;
         __nanosleep(64);
@@ -120,8 +120,9 @@ __device__ void residentHelper(cgdr::mem::ResidentCrew* crew) {
 
 // The resident copy kernel (mem/gather.hpp): block 0 of kResidentThreads (the leader), and
 // gridDim.x - 1 helpers where `crew` is given, sharing batches with a copy over `soloBytes`.
-// Generation `gen`, started with every message up to `seq` already taken care of; leaves after `idleNs` without a message or once it has run `lifeNs`
-// (checked between batches). A batch's flags are written after its copies' fence, before its `done`.
+// Generation `gen`, started with every message up to `seq` already taken care of; leaves after
+// `idleNs` without a message or once it has run `lifeNs` (checked between batches). A batch's
+// flags are written after its copies' fence, before its `done`.
 extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCrew* crew, unsigned long long gen,
                                          unsigned long long seq, unsigned long long idleNs, unsigned long long lifeNs,
                                          unsigned long long soloBytes) {

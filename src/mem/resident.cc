@@ -30,12 +30,12 @@ base::ChoiceSetting gResident(
     "on the GPU while such copies come less than 100 us apart: a few stores to mapped host memory instead of a "
     "copy-engine operation's issue and wait, and where the receiver advertised its receive the kernel tells it "
     "itself (CGDR_CUDA_RESIDENT_NOTIFY). On two H200s 8-64 B D-D latency fell from 9.6-9.9 to 8.0-8.4 us across "
-    "containers (docs/performance.md, forty-ninth session). It holds one block of 128 threads (part of one SM; more with "
-    "CGDR_CUDA_RESIDENT_BLOCKS) while it runs, leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the process's last MPI progress, and "
-    "after 5 ms; a cudaDeviceSynchronize or cudaFree meanwhile waits for it to leave. Never where the other side "
-    "is on this GPU, nor on a GPU another rank of the job shares without MPS (a process of another job sharing "
-    "the GPU without MPS is not seen: set off there). off: the copy engine. always: started at the first such "
-    "copy (tests).");
+    "containers (docs/performance.md, forty-ninth session). It holds one block of 128 threads (part of one SM; "
+    "more with CGDR_CUDA_RESIDENT_BLOCKS) while it runs, leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or "
+    "the process's last MPI progress, and after 5 ms; a cudaDeviceSynchronize or cudaFree meanwhile waits for it "
+    "to leave. Never where the other side is on this GPU, nor on a GPU another rank of the job shares without MPS "
+    "(a process of another job sharing the GPU without MPS is not seen: set off there). off: the copy engine. "
+    "always: started at the first such copy (tests).");
 base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "16K", "bytes",
                                   "The largest copy CGDR_CUDA_RESIDENT takes (one block moves it: larger ones are "
                                   "faster on the copy engine). On two H200s a limit of 64K against 4K moved 8 and 16 "

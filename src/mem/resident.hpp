@@ -1,8 +1,9 @@
 // The resident copy kernel's host side (device code: cgdr_resident in mem/gather_kernel.cu, its
 // mailbox mem/gather.hpp): per GPU, one block (and its helpers: CGDR_CUDA_RESIDENT_BLOCKS) that
 // stays on the GPU while lone small GPU-to-GPU copies come often and takes each through a few
-// stores to mapped host memory, instead of a copy-engine operation's issue and wait. GpuCopy::start (mem/gpu_copy.hpp) uses it for copies
-// whose caller says the GPU's SMs reach both sides and that the other side is on another GPU.
+// stores to mapped host memory, instead of a copy-engine operation's issue and wait.
+// GpuCopy::start (mem/gpu_copy.hpp) uses it for copies whose caller says the GPU's SMs reach
+// both sides and that the other side is on another GPU.
 #pragma once
 #include <cstddef>
 #include <cstdint>

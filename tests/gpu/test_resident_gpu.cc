@@ -122,7 +122,8 @@ struct Round {
 
   Round() : want(kTargets * slotBytes(), 0) {
     if (limit() > 16384)  // the helpers' sizes: one over 16 KiB, odd ones between, the limit and one under
-      for (std::size_t n : {std::size_t{16385}, (16384 + limit()) / 2 + 5, limit() - 1, limit(), std::size_t{16384 + 4097}})
+      for (std::size_t n :
+           {std::size_t{16385}, (16384 + limit()) / 2 + 5, limit() - 1, limit(), std::size_t{16384 + 4097}})
         sizes.push_back(n);
     std::size_t at = 0;
     for (int k = 0; k < kMessages; ++k) {
