@@ -118,6 +118,33 @@ __device__ void residentHelper(cgdr::mem::ResidentCrew* crew) {
   }
 }
 
+// The parts a crewed leader splits a batch of `count` slots into (all its threads call it): 1 where
+// no copy is over `soloBytes` or one copy overlaps another's target (the blocks' parts are not
+// ordered among themselves), else the leader's and one for each helper that has joined.
+__device__ unsigned long long crewParts(const unsigned long long (*slotWords)[8], unsigned long long count,
+                                        unsigned long long soloBytes, cgdr::mem::ResidentCrew* crew) {
+  __shared__ unsigned long long parts;
+  unsigned long long most = 0;
+  for (unsigned long long i = 0; i < count; ++i) most = slotWords[i][2] > most ? slotWords[i][2] : most;
+  if (most <= soloBytes) return 1;
+  bool overlap = false;
+  if (threadIdx.x < count) {
+    const unsigned long long* a = slotWords[threadIdx.x];
+    for (unsigned long long j = threadIdx.x + 1; j < count; ++j) {
+      const unsigned long long* b = slotWords[j];
+      overlap = overlap || overlaps(a[1], a[2], b[1], b[2]) || overlaps(a[1], a[2], b[0], b[2]) ||
+                overlaps(a[0], a[2], b[1], b[2]);
+    }
+  }
+  if (__syncthreads_or(overlap)) return 1;
+  if (threadIdx.x == 0) {
+    const unsigned long long joined = static_cast<volatile cgdr::mem::ResidentCrew*>(crew)->joined;
+    parts = 1 + (joined < gridDim.x - 1 ? joined : gridDim.x - 1);
+  }
+  __syncthreads();
+  return parts;
+}
+
 // The resident copy kernel (mem/gather.hpp): block 0 of kResidentThreads (the leader), and
 // gridDim.x - 1 helpers where `crew` is given, sharing batches with a copy over `soloBytes`.
 // Generation `gen`, started with every message up to `seq` already taken care of; leaves after
@@ -131,7 +158,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
     return;
   }
   constexpr int kSlots = cgdr::mem::kResidentSlots;
-  __shared__ unsigned long long upTo, parts;
+  __shared__ unsigned long long upTo;
   __shared__ unsigned long long slotWords[kSlots][8];  // the batch's slots (one cache line each)
   volatile ResidentBox* v = box;
   volatile cgdr::mem::ResidentCrew* vc = crew;
@@ -175,33 +202,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
         slotWords[i / 8][i % 8] =
             reinterpret_cast<const volatile unsigned long long*>(&box->slot[(seq + 1 + i / 8) % kSlots])[i % 8];
       __syncthreads();
-      // Shared with the helpers where a message is larger than one block moves as fast, and no
-      // message of the batch overlaps another's target (the blocks' parts are not ordered).
-      unsigned long long most = 0;
-      for (unsigned long long i = 0; i < count; ++i) most = slotWords[i][2] > most ? slotWords[i][2] : most;
-      bool share = crewed && most > soloBytes;
-      if (share && count > 1) {
-        bool overlap = false;
-        if (threadIdx.x < count) {
-          const unsigned long long* a = slotWords[threadIdx.x];
-          for (unsigned long long j = threadIdx.x + 1; j < count; ++j) {
-            const unsigned long long* b = slotWords[j];
-            overlap = overlap || overlaps(a[1], a[2], b[1], b[2]) || overlaps(a[1], a[2], b[0], b[2]) ||
-                      overlaps(a[0], a[2], b[1], b[2]);
-          }
-        }
-        share = !__syncthreads_or(overlap);
-      }
-      if (threadIdx.x == 0) {
-        unsigned long long p = 1;
-        if (share) {
-          const unsigned long long joined = vc->joined;
-          p = 1 + (joined < gridDim.x - 1 ? joined : gridDim.x - 1);
-        }
-        parts = p;
-      }
-      __syncthreads();
-      const unsigned long long p = parts;
+      const unsigned long long p = crewed ? crewParts(slotWords, count, soloBytes, crew) : 1;
       if (p > 1) {  // shared with helpers 1 .. p - 1
         for (unsigned long long i = threadIdx.x; i < count; i += blockDim.x) {
           vc->item[i].src = slotWords[i][0];
@@ -239,10 +240,9 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
         v->done = target;
         if (p > 1) v->crewed = batches;
       }
-      seq = target;
-      __syncthreads();  // (slotWords is written again by the next batch)
+      seq = target;  // (slotWords, read by thread 0 above, is written again after its next poll's barrier)
     }
-    if (target == 0 || nowNs() - born > lifeNs) break;
+    if (target == 0) break;  // (thread 0 alone decides, lifetime included: the whole block leaves together)
   }
   if (threadIdx.x == 0) {
     if (crewed) {
