@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench neighbour bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -329,6 +329,26 @@ if has resbench 30; then
       CGDR_CUDA_RESIDENT_LIMIT=${RESBENCH_LIMIT:-1M} \
       taskset -c 2 timeout 60 "$build/bench/cgdr-resident-bench" -m "${RESBENCH_RANGE:-8:1M}" \
       -i "${RESBENCH_ITERS:-2000}" 2>&1 | tee -a "$summary"
+  done
+fi
+
+if has neighbour 40; then
+  # Another job's process on GPU 0 (bench/gpu_neighbour.cc: copy kernels back to back, no MPS) beside
+  # a cgdr process sending one small copy at a time, 10 us apart (cgdr-resident-bench -l): the
+  # neighbour's kernel turnaround alone, then beside the load with the kernel watching for turns
+  # (CGDR_CUDA_RESIDENT_BACKOFF, the default 1000 ms), not watching (0: before the fifty-second
+  # session) and off (the copy engine).
+  nb=$build/bench/cgdr-gpu-neighbour
+  say "neighbour alone: $(taskset -c 4 timeout 30 "$nb" -s "${NEIGHBOUR_SECONDS:-3}" | tail -1)"
+  for cfg in "CGDR_CUDA_RESIDENT=always" "CGDR_CUDA_RESIDENT=always CGDR_CUDA_RESIDENT_BACKOFF=0" \
+             "CGDR_CUDA_RESIDENT=off"; do
+    env $cfg taskset -c 2 timeout 60 "$build/bench/cgdr-resident-bench" -m 8:8 -l $((${NEIGHBOUR_SECONDS:-3} + 2)) \
+      > "$logs/neighbour-load.log" 2>&1 &
+    sleep 1
+    n=$(taskset -c 4 timeout 30 "$nb" -s "${NEIGHBOUR_SECONDS:-3}" | tail -1)
+    wait
+    say "$cfg: neighbour $n"
+    say "  $(tail -1 "$logs/neighbour-load.log")"
   done
 fi
 

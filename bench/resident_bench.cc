@@ -9,6 +9,10 @@
 // Prints, per size: the median and 90th percentile of post-to-done time on the kernel and on
 // the engine (us), and how many of the timed copies the kernel took (the others, not taken, are
 // left out of its times).
+// With -l SECONDS (any CGDR_CUDA_RESIDENT): one copy of MIN bytes at a time, 10 us apart, for that
+// long, each on the kernel where it takes it, else on the engine, as a ping-pong's sender beside
+// another process's work on the GPU (bench/gpu-suite.sh step `neighbour`): the median and 99th
+// percentile of all, and how often the kernel left switched out (CGDR_CUDA_RESIDENT_BACKOFF).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -41,13 +45,70 @@ bool check(cudaError_t e, const char* what) {
   return false;
 }
 
+// One copy on the copy engine, its completion polled.
+bool engineCopy(char* dst, const char* src, std::size_t n, cudaStream_t stream, cudaEvent_t ev) {
+  if (!check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream), "cudaMemcpyAsync") ||
+      !check(cudaEventRecord(ev, stream), "cudaEventRecord"))
+    return false;
+  cudaError_t q;
+  while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+  }
+  return check(q, "cudaEventQuery");
+}
+
+// Waits for copy `seq` of the resident kernel of GPU 0.
+bool residentWait(std::uint64_t seq) {
+  base::Status err;
+  int r;
+  while ((r = mem::residentPoll(0, seq, &err)) == 0) {
+  }
+  if (r < 0) std::fprintf(stderr, "cgdr-resident-bench: %s\n", err.message().c_str());
+  return r > 0;
+}
+
+// -l: copies of n bytes 10 us apart for `seconds`.
+int load(char* dst, const char* src, std::size_t n, double seconds, cudaStream_t stream, cudaEvent_t ev) {
+  const mem::ResidentCounts before = mem::residentCounts();
+  std::vector<double> all;
+  unsigned long long byKernel = 0;
+  const auto t0 = Clock::now();
+  const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  for (auto t = t0; t < end; t = Clock::now()) {
+    if (std::uint64_t seq = mem::residentPost(0, dst, src, n)) {
+      if (!residentWait(seq)) return 1;
+      ++byKernel;
+    } else {
+      if (!engineCopy(dst, src, n, stream, ev)) return 1;
+      mem::residentWake(0);
+    }
+    const auto done = Clock::now();
+    all.push_back(us(done - t));
+    while (Clock::now() - done < std::chrono::microseconds(10)) {
+    }
+  }
+  mem::residentQuiesce();
+  const mem::ResidentCounts after = mem::residentCounts();
+  std::printf("load: %zu copies of %zu B in %.2f s (%llu by the kernel in %llu launches): p50 %.2f us, p99 %.2f us; "
+              "it left switched out %llu times, longest %.1f us between looks\n",
+              all.size(), n, us(Clock::now() - t0) / 1e6, byKernel, after.launches - before.launches, pct(all, 0.5),
+              pct(all, 0.99), after.turned - before.turned, static_cast<double>(after.longestNs) / 1e3);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int iters = 2000;
   std::size_t lo = 8, hi = 1 << 20;
+  double seconds = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "-i")) {
+    if (!std::strcmp(argv[i], "-l")) {
+      seconds = std::atof(argv[i + 1]);
+      if (seconds <= 0) {
+        std::fprintf(stderr, "cgdr-resident-bench: -l SECONDS (> 0)\n");
+        return 2;
+      }
+    } else if (!std::strcmp(argv[i], "-i")) {
       iters = std::max(10, std::atoi(argv[i + 1]));
     } else if (!std::strcmp(argv[i], "-m")) {
       std::string r = argv[i + 1];
@@ -61,12 +122,12 @@ int main(int argc, char** argv) {
       lo = *a;
       hi = *b;
     } else {
-      std::fprintf(stderr, "usage: cgdr-resident-bench [-i ITERS] [-m MIN:MAX]\n");
+      std::fprintf(stderr, "usage: cgdr-resident-bench [-i ITERS] [-m MIN:MAX] [-l SECONDS]\n");
       return 2;
     }
   }
   const char* mode = std::getenv("CGDR_CUDA_RESIDENT");
-  if (!mode || std::string(mode) != "always") {
+  if (seconds == 0 && (!mode || std::string(mode) != "always")) {
     std::fprintf(stderr, "cgdr-resident-bench: run with CGDR_CUDA_RESIDENT=always\n");
     return 2;
   }
@@ -91,6 +152,7 @@ int main(int argc, char** argv) {
     cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
     if (e != cudaErrorPeerAccessAlreadyEnabled && !check(e, "cudaDeviceEnablePeerAccess")) return 1;
   }
+  if (seconds > 0) return load(dst, src, lo, seconds, stream, ev);
   std::printf("# GPU 0 -> GPU %d (%s); CGDR_CUDA_RESIDENT_BLOCKS=%s _SOLO=%s _LIMIT=%s; %d copies a size\n", peer,
               peer ? "peer" : "the same GPU", std::getenv("CGDR_CUDA_RESIDENT_BLOCKS") ?: "(default)",
               std::getenv("CGDR_CUDA_RESIDENT_SOLO") ?: "(default)",
@@ -105,32 +167,17 @@ int main(int argc, char** argv) {
       auto t0 = Clock::now();
       std::uint64_t seq = mem::residentPost(0, dst, src, n);
       if (!seq) {
-        if (!check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream), "cudaMemcpyAsync") ||
-            !check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"))
-          return 1;
+        if (!engineCopy(dst, src, n, stream, ev)) return 1;
         mem::residentWake(0);
         continue;
       }
-      base::Status err;
-      int r;
-      while ((r = mem::residentPoll(0, seq, &err)) == 0) {
-      }
-      if (r < 0) {
-        std::fprintf(stderr, "cgdr-resident-bench: %s\n", err.message().c_str());
-        return 1;
-      }
+      if (!residentWait(seq)) return 1;
       if (k >= 100) kernel.push_back(us(Clock::now() - t0));
     }
     mem::residentQuiesce();
     for (int k = 0; k < iters + 100; ++k) {
       auto t0 = Clock::now();
-      if (!check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream), "cudaMemcpyAsync") ||
-          !check(cudaEventRecord(ev, stream), "cudaEventRecord"))
-        return 1;
-      cudaError_t q;
-      while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
-      }
-      if (!check(q, "cudaEventQuery")) return 1;
+      if (!engineCopy(dst, src, n, stream, ev)) return 1;
       if (k >= 100) engine.push_back(us(Clock::now() - t0));
     }
     std::printf("%-10zu %10.2f %10.2f %10.2f %10.2f %8zu\n", n, pct(kernel, 0.5), pct(kernel, 0.9), pct(engine, 0.5),

@@ -41,7 +41,12 @@ struct ResidentBox {
   std::uint64_t done;     // kernel: every message up to this one copied and fenced
   std::uint64_t exited;   // kernel: the generation that left (written after its last `done`)
   std::uint64_t crewed;   // kernel: batches it shared with its helpers (ResidentCrew; CPU: zeroed before a launch)
-  std::uint64_t pad1[4];
+  // kernel, written before `exited`: the longest time between two of its looks at `ring` (ns), and
+  // that time where it left because it exceeded the limit it was given (its context was switched
+  // out: the GPU runs another process's work in turns with it), else 0
+  std::uint64_t longest;
+  std::uint64_t turned;
+  std::uint64_t pad1[2];
   struct Slot {
     GatherItem item;
     std::uint64_t flag;  // device address of the flag (0: none)

@@ -148,11 +148,13 @@ __device__ unsigned long long crewParts(const unsigned long long (*slotWords)[8]
 // The resident copy kernel (mem/gather.hpp): block 0 of kResidentThreads (the leader), and
 // gridDim.x - 1 helpers where `crew` is given, sharing batches with a copy over `soloBytes`.
 // Generation `gen`, started with every message up to `seq` already taken care of; leaves after
-// `idleNs` without a message or once it has run `lifeNs` (checked between batches). A batch's
-// flags are written after its copies' fence, before its `done`.
+// `idleNs` without a message, once it has run `lifeNs` (checked between batches), or where
+// `turnNs` (0: never) passed between two of its looks at the box: its context was switched out
+// for another's (a GPU time-sliced with another process). A batch's flags are written after its
+// copies' fence, before its `done`.
 extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCrew* crew, unsigned long long gen,
                                          unsigned long long seq, unsigned long long idleNs, unsigned long long lifeNs,
-                                         unsigned long long soloBytes) {
+                                         unsigned long long soloBytes, unsigned long long turnNs) {
   if (blockIdx.x > 0) {
     residentHelper(crew);
     return;
@@ -164,6 +166,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
   volatile cgdr::mem::ResidentCrew* vc = crew;
   const bool crewed = crew && gridDim.x > 1;
   unsigned long long batches = 0, expected = 0;  // (thread 0) batches shared; parts the helpers owe
+  unsigned long long longest = 0, turned = 0;    // (thread 0) the longest time between two looks; the one it left on
   const unsigned long long born = nowNs();
   if (threadIdx.x == 0) {
     v->started = gen;
@@ -171,9 +174,16 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
   }
   for (;;) {
     if (threadIdx.x == 0) {
-      unsigned long long last = nowNs(), r = 0, k = 0, kept = 0;
+      unsigned long long last = nowNs(), prev = last, r = 0, k = 0, kept = 0;
       for (;;) {
         const unsigned long long t = nowNs();
+        if (t - prev > longest) longest = t - prev;
+        if (turnNs && t - prev > turnNs) {
+          turned = t - prev;
+          r = 0;
+          break;
+        }
+        prev = t;
         if (t - born > lifeNs) {
           r = 0;
           break;
@@ -249,6 +259,8 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
       __threadfence();
       vc->batch = cgdr::mem::kCrewLeave;
     }
+    v->longest = longest;
+    v->turned = turned;
     __threadfence_system();
     v->exited = gen;
   }

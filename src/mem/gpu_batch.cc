@@ -109,11 +109,12 @@ int prepareKernels() {
 }
 
 int launchResident(ResidentBox* box, ResidentCrew* crew, int blocks, std::uint64_t gen, std::uint64_t seq,
-                   std::uint64_t idleNs, std::uint64_t lifeNs, std::uint64_t soloBytes, void* stream) {
+                   std::uint64_t idleNs, std::uint64_t lifeNs, std::uint64_t soloBytes, std::uint64_t turnNs,
+                   void* stream) {
   if (!load()) return static_cast<int>(cudaErrorInvalidDeviceFunction);
   if (!crew) blocks = 1;
-  unsigned long long g = gen, s = seq, idle = idleNs, life = lifeNs, solo = soloBytes;
-  void* params[] = {&box, &crew, &g, &s, &idle, &life, &solo};
+  unsigned long long g = gen, s = seq, idle = idleNs, life = lifeNs, solo = soloBytes, turn = turnNs;
+  void* params[] = {&box, &crew, &g, &s, &idle, &life, &solo, &turn};
   return static_cast<int>(cudaLaunchKernel(reinterpret_cast<const void*>(kernel().resident),
                                            dim3(static_cast<unsigned>(std::clamp(blocks, 1, kResidentMaxBlocks))),
                                            dim3(kResidentThreads), params, 0, static_cast<cudaStream_t>(stream)));
@@ -125,7 +126,7 @@ bool batchable(std::size_t) { return false; }
 int launchGather(const GatherArgs&, void*) { return 1; }
 int prepareKernels() { return 1; }
 int launchResident(ResidentBox*, ResidentCrew*, int, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
-                   std::uint64_t, void*) {
+                   std::uint64_t, std::uint64_t, void*) {
   return 1;
 }
 

@@ -18,8 +18,10 @@ int launchGather(const GatherArgs& a, void* stream);
 int prepareKernels();
 // Launches the resident kernel (mem/gather.hpp) of generation `gen` on `stream`, every copy up to
 // `seq` taken care of: `blocks` blocks, the helpers' `crew` (zeroed; null where blocks is 1) sharing
-// batches with a copy over `soloBytes`; a cudaError_t.
+// batches with a copy over `soloBytes`, leaving where `turnNs` (0: never) passed between two of its
+// looks at the box; a cudaError_t.
 int launchResident(ResidentBox* box, ResidentCrew* crew, int blocks, std::uint64_t gen, std::uint64_t seq,
-                   std::uint64_t idleNs, std::uint64_t lifeNs, std::uint64_t soloBytes, void* stream);
+                   std::uint64_t idleNs, std::uint64_t lifeNs, std::uint64_t soloBytes, std::uint64_t turnNs,
+                   void* stream);
 
 }  // namespace cgdr::mem

@@ -33,7 +33,8 @@ CopyCounts copyCounts() {
           gKernels.load(std::memory_order_relaxed),     gBatchedLargest.load(std::memory_order_relaxed),
           r.copies,                                     r.launches,
           r.redone,                                     r.notRunning,
-          r.full,                                       r.crewed};
+          r.full,                                       r.crewed,
+          r.turned,                                     r.longestNs};
 }
 
 #if CGDR_HAVE_CUDA

@@ -33,9 +33,9 @@ base::ChoiceSetting gResident(
     "containers (docs/performance.md, forty-ninth session). It holds one block of 128 threads (part of one SM; "
     "more with CGDR_CUDA_RESIDENT_BLOCKS) while it runs, leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or "
     "the process's last MPI progress, and after 5 ms; a cudaDeviceSynchronize or cudaFree meanwhile waits for it "
-    "to leave. Never where the other side is on this GPU, nor on a GPU another rank of the job shares without MPS "
-    "(a process of another job sharing the GPU without MPS is not seen: set off there). off: the copy engine. "
-    "always: started at the first such copy (tests).");
+    "to leave. Never where the other side is on this GPU, nor on a GPU another rank of the job shares without MPS; "
+    "where another process's work runs on the GPU in turns with it, it leaves (CGDR_CUDA_RESIDENT_BACKOFF). off: "
+    "the copy engine. always: started at the first such copy (tests).");
 base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "16K", "bytes",
                                   "The largest copy CGDR_CUDA_RESIDENT takes (one block moves it: larger ones are "
                                   "faster on the copy engine). On two H200s a limit of 64K against 4K moved 8 and 16 "
@@ -51,6 +51,13 @@ base::Setting<long long> gBlocks("CGDR_CUDA_RESIDENT_BLOCKS", "1", "blocks",
                                  "helpers that copy their parts of copies larger than CGDR_CUDA_RESIDENT_SOLO: with "
                                  "them CGDR_CUDA_RESIDENT_LIMIT may be raised. They stay on their SMs while the kernel "
                                  "runs.");
+base::Setting<double> gBackoff(
+    "CGDR_CUDA_RESIDENT_BACKOFF", "1000", "ms",
+    "Where CGDR_CUDA_RESIDENT's kernel finds its GPU shared in turns with another process (its context switched out "
+    "for over 50 us between two looks at its mailbox: time slices, no MPS, e.g. another job's pod on the GPU), it "
+    "leaves and is not started on that GPU again for this long, twice as long each further time (at most 64 times): "
+    "spinning, it would hold the GPU from the other process's work for its whole time slice. 0: it does not watch "
+    "(stays, as before the fifty-second session).");
 base::Setting<base::Bytes> gSolo("CGDR_CUDA_RESIDENT_SOLO", "16K", "bytes",
                                  "With CGDR_CUDA_RESIDENT_BLOCKS > 1, the largest copy the kernel's first block moves "
                                  "alone; larger ones it shares with its helpers (sharing costs ~2 us: within one H200, "
@@ -61,9 +68,12 @@ enum { kAuto, kOff, kAlways };
 constexpr std::uint64_t kLifeNs = 5'000'000;     // a kernel leaves after this long (a new one follows if needed)
 constexpr std::uint64_t kOftenNs = 100'000;      // copies this close together start it (a ping-pong's: 16-30 us)
 constexpr std::uint64_t kCheckNs = 1'000'000;    // a copy pending this long has its kernel's stream asked
+constexpr std::uint64_t kTurnNs = 50'000;        // this long between two looks at its box: switched out
+constexpr std::uint64_t kMostBackoffs = 64;      // CGDR_CUDA_RESIDENT_BACKOFF doubles up to this many times
 constexpr int kMaxDevices = 64;
 
-std::atomic<unsigned long long> gCopies{0}, gLaunches{0}, gRedone{0}, gNotRunning{0}, gFull{0}, gCrewed{0};
+std::atomic<unsigned long long> gCopies{0}, gLaunches{0}, gRedone{0}, gNotRunning{0}, gFull{0}, gCrewed{0},
+    gTurned{0}, gLongest{0};
 
 }  // namespace
 
@@ -86,6 +96,11 @@ std::uint64_t idleNs() {
   return v;
 }
 
+std::uint64_t backoffNs() {  // (0: the kernel does not watch for turns)
+  static const std::uint64_t v = static_cast<std::uint64_t>(std::max(0.0, gBackoff.get()) * 1e6);
+  return v;
+}
+
 // One GPU's kernel. `floor`: every copy up to it is done (by an earlier kernel, or made on the copy
 // engine after that kernel left without it); the kernel of generation `gen` was launched with
 // `floor` == `posted` and writes `done` above it.
@@ -100,6 +115,8 @@ struct Device {
   std::atomic<std::uint64_t> floor{0};
   std::uint64_t lastNs = 0;   // the last copy it could have taken
   std::uint64_t checkNs = 0;  // its stream last asked
+  std::uint64_t seenGen = 0;  // the last generation whose exit words were read (noteExit)
+  std::uint64_t pauseUntil = 0, pauseNs = 0;  // not started before; the next pause (CGDR_CUDA_RESIDENT_BACKOFF)
   bool wanted = false, broken = false, prepared = false, shared = false;
 };
 
@@ -140,6 +157,33 @@ base::Status fail(Device& d, const char* what, cudaError_t e) {
   return base::Status(base::Errc::kCuda, m);
 }
 
+// Reads once what the kernel of d.gen, now ended, wrote on its way out (d.m held): where it left
+// because its context was switched out, the kernel is not started on this GPU before the pause.
+void noteExit(Device& d, int device) {
+  if (d.seenGen == d.gen) return;
+  d.seenGen = d.gen;
+  std::uint64_t longest = load(d.box->longest);
+  for (unsigned long long l = gLongest.load(std::memory_order_relaxed);
+       longest > l && !gLongest.compare_exchange_weak(l, longest, std::memory_order_relaxed);) {
+  }
+  std::uint64_t turned = load(d.box->turned);
+  if (!turned) return;
+  gTurned.fetch_add(1, std::memory_order_relaxed);
+  if (!d.pauseNs) d.pauseNs = backoffNs();
+  d.pauseUntil = nowNs() + d.pauseNs;
+  if (d.pauseNs == backoffNs())
+    CGDR_LOG(kInfo, kCuda,
+             "GPU %d runs another process's work in turns with this one (the resident copy kernel was switched "
+             "out for %.0f us): small copies use the copy engine there for %.1f s, longer each further time "
+             "(under MPS the two would run side by side)",
+             device, turned / 1e3, d.pauseNs / 1e9);
+  else
+    CGDR_LOG(kDebug, kCuda, "GPU %d: the resident copy kernel was switched out again (%.0f us): paused for %.1f s",
+             device, turned / 1e3, d.pauseNs / 1e9);
+  d.pauseNs = std::min(d.pauseNs * 2, backoffNs() * kMostBackoffs);
+  d.wanted = false;
+}
+
 // Where the kernel of `gen` left (or ended without saying so) before taking every copy posted to
 // it, makes the rest on the copy engine and waits for them (d.m held). A kernel that failed
 // fails the copies.
@@ -152,6 +196,7 @@ base::Status reap(Device& d, int device) {
     if (q != cudaSuccess) return fail(d, "kernel", q);
     // it ended without writing `exited`: it takes nothing more either
   }
+  noteExit(d, device);
   std::uint64_t from = completed(d);
   if (from >= d.posted) return base::Status::ok();
   for (std::uint64_t k = from + 1; k <= d.posted; ++k) {
@@ -189,6 +234,10 @@ std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n
   bool often = always || (d->lastNs && now - d->lastNs < kOftenNs);
   d->lastNs = now;
   if (d->shared) return 0;  // (a kernel still running leaves when idle)
+  if (now < d->pauseUntil) {  // (switched out not long ago: residentWake found it)
+    gNotRunning.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
   if (!d->box || !running(*d)) {
     if (often && !(d->box && launching(*d))) d->wanted = true;
     if (d->gen) gNotRunning.fetch_add(1, std::memory_order_relaxed);
@@ -236,7 +285,7 @@ void residentWake(int device) {
     while (n < device + 1 && !gBoxes.compare_exchange_weak(n, device + 1, std::memory_order_release)) {
     }
   }
-  if (!reap(*d, device).isOk()) return;
+  if (!reap(*d, device).isOk() || nowNs() < d->pauseUntil) return;
   if (!d->prepared) {  // both kernels loaded before this one runs (a lazy load may wait for it)
     cudaError_t e = static_cast<cudaError_t>(prepareKernels());
     if (e != cudaSuccess) {
@@ -256,8 +305,8 @@ void residentWake(int device) {
     e = cudaMemsetAsync(d->crew, 0, offsetof(ResidentCrew, item), d->stream);
   }
   if (e == cudaSuccess)
-    e = static_cast<cudaError_t>(
-        launchResident(d->boxDev, d->crew, blocks(), gen, d->posted, idleNs(), kLifeNs, gSolo.get().value, d->stream));
+    e = static_cast<cudaError_t>(launchResident(d->boxDev, d->crew, blocks(), gen, d->posted, idleNs(), kLifeNs,
+                                                gSolo.get().value, backoffNs() ? kTurnNs : 0, d->stream));
   if (e != cudaSuccess) {
     d->broken = true;
     (void)cudaGetLastError();
@@ -361,7 +410,8 @@ ResidentCounts residentCounts() {
 #endif
   return {gCopies.load(std::memory_order_relaxed), gLaunches.load(std::memory_order_relaxed),
           gRedone.load(std::memory_order_relaxed), gNotRunning.load(std::memory_order_relaxed),
-          gFull.load(std::memory_order_relaxed), crewed};
+          gFull.load(std::memory_order_relaxed), crewed, gTurned.load(std::memory_order_relaxed),
+          gLongest.load(std::memory_order_relaxed)};
 }
 
 }  // namespace cgdr::mem

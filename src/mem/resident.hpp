@@ -39,7 +39,9 @@ void residentWake(int device);
 int residentPoll(int device, std::uint64_t seq, base::Status* err);
 // Another process of the job uses `device` in turns with this one (a peer on the same GPU, no
 // MPS): the kernel is never started there again (staying on the GPU, it would hold it from that
-// process's work until its time slice ends).
+// process's work until its time slice ends). A process the job does not know of (another job's)
+// the kernel finds itself: switched out, it leaves, and is not started there for a while
+// (CGDR_CUDA_RESIDENT_BACKOFF).
 void residentShared(int device);
 // Tells the running kernels that this process is in MPI (its engine's progress steps): a kernel
 // leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the last such word, whichever is later.
@@ -50,10 +52,13 @@ bool residentBusy(int device);
 void residentQuiesce();
 
 // Copies the resident kernels took, launches, copies made on the copy engine after a kernel left
-// without them, and copies it could have taken that found it not running (not started, or left)
-// or full; batches of copies its helpers shared (CGDR_CUDA_RESIDENT_BLOCKS; CGDR_STATS).
+// without them, and copies it could have taken that found it not running (not started, left, or
+// paused: CGDR_CUDA_RESIDENT_BACKOFF) or full; batches of copies its helpers shared
+// (CGDR_CUDA_RESIDENT_BLOCKS); kernels that left because their context was switched out, and the
+// longest time any kernel that ended spent between two looks at its mailbox, in ns (CGDR_STATS).
 struct ResidentCounts {
-  unsigned long long copies = 0, launches = 0, redone = 0, notRunning = 0, full = 0, crewed = 0;
+  unsigned long long copies = 0, launches = 0, redone = 0, notRunning = 0, full = 0, crewed = 0, turned = 0,
+                     longestNs = 0;
 };
 ResidentCounts residentCounts();
 

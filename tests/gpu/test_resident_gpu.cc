@@ -357,3 +357,110 @@ TEST_F(Resident, FaultFailsTheCopyWithAMessage) {
   EXPECT_EQ(flags.read(0), 0u) << "the failed copy's flag was set";
   EXPECT_EQ(mem::residentPost(0, src, src + 8, 8), 0u) << "a failed kernel takes nothing more";
 }
+
+// Another process's work on the same GPU (bench/gpu_neighbour.cc: copy kernels back to back in its
+// own context, no MPS): the two contexts take turns, and the kernel, switched out while it waits
+// for copies, must leave and not start again before CGDR_CUDA_RESIDENT_BACKOFF (2 s here), then
+// come back once the other process is gone. Alone on the GPU beforehand it must never have left
+// so. The copies come as a ping-pong's do (each done before the next, so the kernel stays: a
+// kernel that leaves by its idle time before its turn ends is never switched out), of odd sizes
+// into distinct targets, every byte checked after each batch.
+namespace {
+
+// One batch of kCount copies; false on a failure (reported).
+bool pingPongBatch(char* src, char* dst, unsigned batch) {
+  constexpr int kCount = 1000;
+  constexpr std::size_t kSlot = 4160;
+  auto size = [batch](int k) { return 1 + (static_cast<std::size_t>(k) * 577 + batch * 31) % 4111; };
+  std::vector<std::uint8_t> h(kCount * kSlot, 0);
+  for (int k = 0; k < kCount; ++k)
+    for (std::size_t i = 0; i < size(k); ++i)
+      h[k * kSlot + k % 7 + i] = pattern(static_cast<int>(batch * kCount) + k, i);
+  EXPECT_EQ(cudaMemcpy(src, h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemset(dst, 0xee, h.size()), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  base::Status err;
+  for (int k = 0; k < kCount; ++k) {
+    const std::size_t at = k * kSlot + k % 7;  // (the source's offset; the target's is 3 more)
+    if (std::uint64_t seq = mem::residentPost(0, dst + at + 3, src + at, size(k))) {
+      EXPECT_TRUE(waitDone(seq, &err)) << "batch " << batch << " copy " << k << ": " << err.message();
+      if (!err.isOk()) return false;
+    } else {
+      EXPECT_EQ(cudaMemcpy(dst + at + 3, src + at, size(k), cudaMemcpyDeviceToDevice), cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+      mem::residentWake(0);
+    }
+  }
+  std::vector<std::uint8_t> got(h.size());
+  EXPECT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int k = 0; k < kCount; ++k)
+    for (std::size_t i = 0; i < kSlot; ++i) {
+      const std::size_t at = k * kSlot + k % 7 + 3;
+      const std::uint8_t want = k * kSlot + i >= at && k * kSlot + i < at + size(k) ? h[k * kSlot + i - 3] : 0xee;
+      if (got[k * kSlot + i] != want) {
+        ADD_FAILURE() << "batch " << batch << " copy " << k << ": byte " << i << " of its target is "
+                      << int(got[k * kSlot + i]) << ", not " << int(want);
+        return false;
+      }
+    }
+  return true;
+}
+
+}  // namespace
+
+TEST_F(Resident, AnotherProcessOnTheGpuMakesItLeave) {
+  if (!std::getenv("CGDR_TEST_NEIGHBOUR")) GTEST_SKIP() << "runs alone (gpu.resident_neighbour)";
+  char* src = nullptr;
+  char* dst = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, 1000 * 4160), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, 1000 * 4160), cudaSuccess);
+  unsigned batch = 0;
+  const mem::ResidentCounts alone0 = mem::residentCounts();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(pingPongBatch(src, dst, batch++));
+  const mem::ResidentCounts alone = mem::residentCounts();
+  std::printf("alone: %llu by the kernel in %llu launches; longest between its looks %.1f us\n",
+              alone.copies - alone0.copies, alone.launches - alone0.launches, alone.longestNs / 1e3);
+  ASSERT_GT(alone.copies - alone0.copies, 20 * 1000 * 9 / 10ull) << "the kernel seldom ran";
+  ASSERT_EQ(alone.turned, alone0.turned) << "it left switched out with no other process on the GPU";
+
+  const std::string cmd = std::string(CGDR_GPU_NEIGHBOUR) + " -d 0 -s 1";
+  FILE* other = popen(cmd.c_str(), "r");
+  ASSERT_NE(other, nullptr) << cmd;
+  char line[256] = {};
+  const bool ready = std::fgets(line, sizeof line, other) && std::string(line) == "ready\n";
+  if (!ready) pclose(other);
+  ASSERT_TRUE(ready) << cmd << " did not start: " << line;
+  const auto end = Clock::now() + std::chrono::seconds(20);
+  bool ok = true;
+  while (ok && mem::residentCounts().turned == alone.turned && Clock::now() < end)
+    ok = pingPongBatch(src, dst, batch++);
+  const mem::ResidentCounts turned = mem::residentCounts();
+  std::printf("beside %s: %llu by the kernel in %llu launches, it left switched out %llu times\n", cmd.c_str(),
+              turned.copies - alone.copies, turned.launches - alone.launches, turned.turned - alone.turned);
+  EXPECT_GT(turned.turned, alone.turned) << "another process's kernels ran on the GPU and the kernel stayed";
+
+  // Paused: the next batch's copies all go to the copy engine (byte-exact), nothing launched.
+  ok = ok && pingPongBatch(src, dst, batch++);
+  const mem::ResidentCounts paused = mem::residentCounts();
+  EXPECT_EQ(paused.copies, turned.copies) << "the kernel took copies within its pause";
+  EXPECT_EQ(paused.launches, turned.launches) << "the kernel started within its pause";
+  EXPECT_GE(paused.notRunning - turned.notRunning, 1000ull);
+
+  std::string last;
+  while (std::fgets(line, sizeof line, other)) last = line;
+  EXPECT_EQ(pclose(other), 0) << cmd << " failed";
+  std::printf("%s: %s", cmd.c_str(), last.c_str());
+  EXPECT_EQ(last.rfind("kernels ", 0), 0u) << last;
+  ASSERT_TRUE(ok);
+
+  // The other process is gone: after the pause the kernel takes copies again.
+  const auto back = Clock::now() + std::chrono::seconds(20);
+  while (mem::residentCounts().copies == paused.copies && Clock::now() < back)
+    ASSERT_TRUE(pingPongBatch(src, dst, batch++));
+  const mem::ResidentCounts after = mem::residentCounts();
+  std::printf("after it: %llu by the kernel in %llu launches, %llu more times switched out\n",
+              after.copies - paused.copies, after.launches - paused.launches, after.turned - turned.turned);
+  EXPECT_GT(after.copies, paused.copies) << "the kernel did not come back within 20 s of the other process's end";
+  cudaFree(src);
+  cudaFree(dst);
+}
