@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench neighbour bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench syncafter neighbour bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -332,6 +332,14 @@ if has resbench 30; then
   done
 fi
 
+if has syncafter 20; then
+  # A cudaDeviceSynchronize right after a small copy: the resident kernel left running (it stays
+  # for its idle time, 20 us), asked to leave first (as cgdr's cudaDeviceSynchronize and cudaFree
+  # do), and after a copy-engine copy (cgdr-resident-bench -y; no MPI).
+  CGDR_CUDA_RESIDENT=always taskset -c 2 timeout 60 "$build/bench/cgdr-resident-bench" -m 8:8 \
+    -y "${SYNC_ITERS:-2000}" 2>&1 | tee -a "$summary"
+fi
+
 if has neighbour 40; then
   # Another job's process on GPU 0 (bench/gpu_neighbour.cc: copy kernels back to back, no MPS) beside
   # a cgdr process sending one small copy at a time, 10 us apart (cgdr-resident-bench -l): the
@@ -350,6 +358,10 @@ if has neighbour 40; then
     say "$cfg: neighbour $n"
     say "  $(tail -1 "$logs/neighbour-load.log")"
   done
+  # No other process, PCIe kept busy by this one (64 MiB host -> GPU -> host beside the copies): the
+  # kernel's looks at its mailbox go over PCIe and must not come 100 us apart (it would leave).
+  CGDR_CUDA_RESIDENT=always taskset -c 2 timeout 60 "$build/bench/cgdr-resident-bench" -m 8:8 -l 3 -p 64M 2>&1 |
+    tee -a "$summary"
 fi
 
 if has bench 60; then

@@ -13,6 +13,13 @@
 // long, each on the kernel where it takes it, else on the engine, as a ping-pong's sender beside
 // another process's work on the GPU (bench/gpu-suite.sh step `neighbour`): the median and 99th
 // percentile of all, and how often the kernel left switched out (CGDR_CUDA_RESIDENT_BACKOFF).
+// With -p BYTES as well: this process keeps PCIe busy meanwhile, copying BYTES from page-locked
+// host memory to GPU 0 and back on another stream, again and again (the kernel reads its mailbox
+// over PCIe: its looks must not come so far apart that it takes itself for switched out).
+// With -y ITERS: the time of a cudaDeviceSynchronize right after a copy of MIN bytes seen done,
+// ITERS times each: after the kernel's copy with the kernel left running (it stays for
+// CGDR_CUDA_RESIDENT_IDLE), after it was asked to leave (mem::residentLeave, as cgdr's
+// cudaDeviceSynchronize and cudaFree do), and after a copy on the copy engine (p50 / p90, us).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -66,8 +73,71 @@ bool residentWait(std::uint64_t seq) {
   return r > 0;
 }
 
-// -l: copies of n bytes 10 us apart for `seconds`.
-int load(char* dst, const char* src, std::size_t n, double seconds, cudaStream_t stream, cudaEvent_t ev) {
+// -y: a cudaDeviceSynchronize timed after each of `iters` copies, per way.
+int syncAfter(char* dst, const char* src, std::size_t n, int iters, cudaStream_t stream, cudaEvent_t ev) {
+  const mem::ResidentCounts before = mem::residentCounts();
+  std::vector<double> t[3];
+  for (int way = 0; way < 3; ++way)
+    for (int k = 0; k < iters;) {
+      if (way < 2) {
+        std::uint64_t seq = mem::residentPost(0, dst, src, n);
+        if (!seq) {  // not running: started, and this round again
+          if (!engineCopy(dst, src, n, stream, ev)) return 1;
+          mem::residentWake(0);
+          continue;
+        }
+        if (!residentWait(seq)) return 1;
+        if (way == 1) mem::residentLeave();
+      } else if (!engineCopy(dst, src, n, stream, ev)) {
+        return 1;
+      }
+      const auto t0 = Clock::now();
+      if (!check(cudaDeviceSynchronize(), "cudaDeviceSynchronize")) return 1;
+      t[way].push_back(us(Clock::now() - t0));
+      ++k;
+    }
+  const mem::ResidentCounts after = mem::residentCounts();
+  std::printf("cudaDeviceSynchronize after a copy of %zu B (p50 / p90 us of %d): kernel left running %.2f / %.2f, "
+              "asked to leave %.2f / %.2f, copy engine %.2f / %.2f; %llu launches, %llu left when asked\n",
+              n, iters, pct(t[0], 0.5), pct(t[0], 0.9), pct(t[1], 0.5), pct(t[1], 0.9), pct(t[2], 0.5),
+              pct(t[2], 0.9), after.launches - before.launches, after.leftAsked - before.leftAsked);
+  return 0;
+}
+
+// -p: copies of `bytes` host -> GPU 0 -> host, the next pair issued once the last is done.
+struct PcieTraffic {
+  std::size_t bytes = 0;
+  char* host = nullptr;
+  char* dev = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ev = nullptr;
+  unsigned long long pairs = 0;
+  bool start() {
+    return !bytes || (check(cudaHostAlloc(&host, bytes, cudaHostAllocDefault), "cudaHostAlloc") &&
+                      check(cudaMalloc(&dev, bytes), "cudaMalloc") &&
+                      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate") &&
+                      check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate") && issue());
+  }
+  bool issue() {
+    return check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync") &&
+           check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync") &&
+           check(cudaEventRecord(ev, stream), "cudaEventRecord");
+  }
+  bool step() {  // (between the load's copies)
+    if (!bytes) return true;
+    cudaError_t q = cudaEventQuery(ev);
+    if (q == cudaErrorNotReady) return true;
+    ++pairs;
+    return check(q, "cudaEventQuery") && issue();
+  }
+};
+
+// -l: copies of n bytes 10 us apart for `seconds` (with -p, PCIe traffic beside them).
+int load(char* dst, const char* src, std::size_t n, double seconds, std::size_t pcieBytes, cudaStream_t stream,
+         cudaEvent_t ev) {
+  PcieTraffic pcie;
+  pcie.bytes = pcieBytes;
+  if (!pcie.start()) return 1;
   const mem::ResidentCounts before = mem::residentCounts();
   std::vector<double> all;
   unsigned long long byKernel = 0;
@@ -83,6 +153,7 @@ int load(char* dst, const char* src, std::size_t n, double seconds, cudaStream_t
     }
     const auto done = Clock::now();
     all.push_back(us(done - t));
+    if (!pcie.step()) return 1;
     while (Clock::now() - done < std::chrono::microseconds(10)) {
     }
   }
@@ -92,6 +163,9 @@ int load(char* dst, const char* src, std::size_t n, double seconds, cudaStream_t
               "it left switched out %llu times, longest %.1f us between looks\n",
               all.size(), n, us(Clock::now() - t0) / 1e6, byKernel, after.launches - before.launches, pct(all, 0.5),
               pct(all, 0.99), after.turned - before.turned, static_cast<double>(after.longestNs) / 1e3);
+  if (pcieBytes)
+    std::printf("load: beside it %llu pairs of %zu-byte copies host -> GPU -> host (%.1f GB/s each way)\n", pcie.pairs,
+                pcieBytes, static_cast<double>(pcie.pairs) * static_cast<double>(pcieBytes) / seconds / 1e9);
   return 0;
 }
 
@@ -101,8 +175,19 @@ int main(int argc, char** argv) {
   int iters = 2000;
   std::size_t lo = 8, hi = 1 << 20;
   double seconds = 0;
+  int syncIters = 0;
+  std::size_t pcieBytes = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "-l")) {
+    if (!std::strcmp(argv[i], "-p")) {
+      auto b = base::parseBytes(argv[i + 1]);
+      if (!b || *b == 0) {
+        std::fprintf(stderr, "cgdr-resident-bench: -p BYTES (> 0)\n");
+        return 2;
+      }
+      pcieBytes = *b;
+    } else if (!std::strcmp(argv[i], "-y")) {
+      syncIters = std::max(10, std::atoi(argv[i + 1]));
+    } else if (!std::strcmp(argv[i], "-l")) {
       seconds = std::atof(argv[i + 1]);
       if (seconds <= 0) {
         std::fprintf(stderr, "cgdr-resident-bench: -l SECONDS (> 0)\n");
@@ -122,7 +207,7 @@ int main(int argc, char** argv) {
       lo = *a;
       hi = *b;
     } else {
-      std::fprintf(stderr, "usage: cgdr-resident-bench [-i ITERS] [-m MIN:MAX] [-l SECONDS]\n");
+      std::fprintf(stderr, "usage: cgdr-resident-bench [-i ITERS] [-m MIN:MAX] [-l SECONDS [-p BYTES]] [-y ITERS]\n");
       return 2;
     }
   }
@@ -152,7 +237,8 @@ int main(int argc, char** argv) {
     cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
     if (e != cudaErrorPeerAccessAlreadyEnabled && !check(e, "cudaDeviceEnablePeerAccess")) return 1;
   }
-  if (seconds > 0) return load(dst, src, lo, seconds, stream, ev);
+  if (seconds > 0) return load(dst, src, lo, seconds, pcieBytes, stream, ev);
+  if (syncIters > 0) return syncAfter(dst, src, lo, syncIters, stream, ev);
   std::printf("# GPU 0 -> GPU %d (%s); CGDR_CUDA_RESIDENT_BLOCKS=%s _SOLO=%s _LIMIT=%s; %d copies a size\n", peer,
               peer ? "peer" : "the same GPU", std::getenv("CGDR_CUDA_RESIDENT_BLOCKS") ?: "(default)",
               std::getenv("CGDR_CUDA_RESIDENT_SOLO") ?: "(default)",

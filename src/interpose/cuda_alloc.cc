@@ -1,6 +1,8 @@
 // cudaMalloc/cudaFree of programs linked with the shared CUDA runtime (libcudart.so.11.0/.12/.13):
 // served by the exportable heap while mem::exportableMallocActive() (CGDR_CUDA_MALLOC), so a peer
 // in another PID namespace maps the user's buffer itself (one copy, not two through staging).
+// cudaFree and cudaDeviceSynchronize, which wait for the whole GPU, first ask cgdr's resident copy
+// kernels to leave (mem::residentLeave): they would otherwise stay for their idle time (20 us).
 // cudaMallocAsync/cudaFreeAsync (and their _ptsz forms, per-thread default stream) on the device's
 // default pool likewise while mem::exportableAsyncActive() (CGDR_CUDA_MALLOC_ASYNC), in stream
 // order: a range freed on a stream is handed out again at once to an allocation on that stream
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "mem/chunk_ranges.hpp"
+#include "mem/resident.hpp"
 #include "mem/vmm_heap.hpp"
 
 namespace {
@@ -240,6 +243,7 @@ cudaError_t allocateAsync(Runtime& r, void** p, size_t n, cudaStream_t s, bool p
 }
 
 cudaError_t release(Runtime& r, void* p) {
+  if (p) cgdr::mem::residentLeave();  // (cudaFree(nullptr) waits for nothing)
   std::size_t size = 0;
   int dev = p ? cgdr::mem::heapRangeOf(p, &size) : -1;
   if (dev < 0) return r.free(p);
@@ -297,6 +301,11 @@ cudaError_t releaseAsync(Runtime& r, void* p, cudaStream_t s, bool ptsz) {
   return e;
 }
 
+cudaError_t synchronize(Runtime& r) {
+  cgdr::mem::residentLeave();
+  return r.synchronize();
+}
+
 }  // namespace
 
 #define CGDR_EXPORT extern "C" __attribute__((visibility("default")))
@@ -306,6 +315,9 @@ CGDR_EXPORT cudaError_t cgdr_cudaMalloc_v13(void** p, size_t n) { return allocat
 CGDR_EXPORT cudaError_t cgdr_cudaFree_v11(void* p) { return release(runtime(0), p); }
 CGDR_EXPORT cudaError_t cgdr_cudaFree_v12(void* p) { return release(runtime(1), p); }
 CGDR_EXPORT cudaError_t cgdr_cudaFree_v13(void* p) { return release(runtime(2), p); }
+CGDR_EXPORT cudaError_t cgdr_cudaDeviceSynchronize_v11() { return synchronize(runtime(0)); }
+CGDR_EXPORT cudaError_t cgdr_cudaDeviceSynchronize_v12() { return synchronize(runtime(1)); }
+CGDR_EXPORT cudaError_t cgdr_cudaDeviceSynchronize_v13() { return synchronize(runtime(2)); }
 #define CGDR_ASYNC(v, i)                                                                                   \
   CGDR_EXPORT cudaError_t cgdr_cudaMallocAsync_##v(void** p, size_t n, cudaStream_t s) {                  \
     return allocateAsync(runtime(i), p, n, s, false);                                                      \
@@ -326,16 +338,19 @@ __asm__(".symver cgdr_cudaMalloc_v11, cudaMalloc@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaMalloc_v12, cudaMalloc@libcudart.so.12");
 __asm__(".symver cgdr_cudaMalloc_v13, cudaMalloc@libcudart.so.13");
 __asm__(".symver cgdr_cudaFree_v11, cudaFree@libcudart.so.11.0");
+__asm__(".symver cgdr_cudaDeviceSynchronize_v11, cudaDeviceSynchronize@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaMallocAsync_v11, cudaMallocAsync@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaMallocAsyncPtsz_v11, cudaMallocAsync_ptsz@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaFreeAsync_v11, cudaFreeAsync@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaFreeAsyncPtsz_v11, cudaFreeAsync_ptsz@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaFree_v12, cudaFree@libcudart.so.12");
+__asm__(".symver cgdr_cudaDeviceSynchronize_v12, cudaDeviceSynchronize@libcudart.so.12");
 __asm__(".symver cgdr_cudaMallocAsync_v12, cudaMallocAsync@libcudart.so.12");
 __asm__(".symver cgdr_cudaMallocAsyncPtsz_v12, cudaMallocAsync_ptsz@libcudart.so.12");
 __asm__(".symver cgdr_cudaFreeAsync_v12, cudaFreeAsync@libcudart.so.12");
 __asm__(".symver cgdr_cudaFreeAsyncPtsz_v12, cudaFreeAsync_ptsz@libcudart.so.12");
 __asm__(".symver cgdr_cudaFree_v13, cudaFree@libcudart.so.13");
+__asm__(".symver cgdr_cudaDeviceSynchronize_v13, cudaDeviceSynchronize@libcudart.so.13");
 __asm__(".symver cgdr_cudaMallocAsync_v13, cudaMallocAsync@libcudart.so.13");
 __asm__(".symver cgdr_cudaMallocAsyncPtsz_v13, cudaMallocAsync_ptsz@libcudart.so.13");
 __asm__(".symver cgdr_cudaFreeAsync_v13, cudaFreeAsync@libcudart.so.13");

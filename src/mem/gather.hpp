@@ -33,6 +33,9 @@ struct GatherArgs {
 // before `done`, so that another process learns of the copy without this CPU in between.
 constexpr int kResidentSlots = 64;
 constexpr int kResidentThreads = 128;
+// `keep` set to this: leave once every message posted is taken (the process is about to wait for
+// the whole GPU: cudaDeviceSynchronize, cudaFree); the CPU sets it to 0 before each launch.
+constexpr std::uint64_t kResidentLeave = ~0ull;
 struct ResidentBox {
   std::uint64_t ring;  // CPU: the last message posted
   std::uint64_t keep;  // CPU: changed while the process is in MPI (read with `ring`: one 16-byte load)
@@ -43,10 +46,12 @@ struct ResidentBox {
   std::uint64_t crewed;   // kernel: batches it shared with its helpers (ResidentCrew; CPU: zeroed before a launch)
   // kernel, written before `exited`: the longest time between two of its looks at `ring` (ns), and
   // that time where it left because it exceeded the limit it was given (its context was switched
-  // out: the GPU runs another process's work in turns with it), else 0
+  // out: the GPU runs another process's work in turns with it), else 0; 1 where it left because
+  // `keep` said kResidentLeave, else 0
   std::uint64_t longest;
   std::uint64_t turned;
-  std::uint64_t pad1[2];
+  std::uint64_t asked;
+  std::uint64_t pad1[1];
   struct Slot {
     GatherItem item;
     std::uint64_t flag;  // device address of the flag (0: none)

@@ -148,10 +148,10 @@ __device__ unsigned long long crewParts(const unsigned long long (*slotWords)[8]
 // The resident copy kernel (mem/gather.hpp): block 0 of kResidentThreads (the leader), and
 // gridDim.x - 1 helpers where `crew` is given, sharing batches with a copy over `soloBytes`.
 // Generation `gen`, started with every message up to `seq` already taken care of; leaves after
-// `idleNs` without a message, once it has run `lifeNs` (checked between batches), or where
-// `turnNs` (0: never) passed between two of its looks at the box: its context was switched out
-// for another's (a GPU time-sliced with another process). A batch's flags are written after its
-// copies' fence, before its `done`.
+// `idleNs` without a message, once it has run `lifeNs` (checked between batches), when the CPU
+// asks (kResidentLeave), or where `turnNs` (0: never) passed between two of its looks at the box:
+// its context was switched out for another's (a GPU time-sliced with another process). A batch's
+// flags are written after its copies' fence, before its `done`.
 extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCrew* crew, unsigned long long gen,
                                          unsigned long long seq, unsigned long long idleNs, unsigned long long lifeNs,
                                          unsigned long long soloBytes, unsigned long long turnNs) {
@@ -167,6 +167,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
   const bool crewed = crew && gridDim.x > 1;
   unsigned long long batches = 0, expected = 0;  // (thread 0) batches shared; parts the helpers owe
   unsigned long long longest = 0, turned = 0;    // (thread 0) the longest time between two looks; the one it left on
+  bool asked = false;                            // (thread 0) it left because the CPU asked
   const unsigned long long born = nowNs();
   if (threadIdx.x == 0) {
     v->started = gen;
@@ -191,6 +192,11 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
         loadRingKeep(reinterpret_cast<const unsigned long long*>(&box->ring), &r, &k);
         if (r > seq) {
           asm volatile("fence.acq_rel.sys;" ::: "memory");  // the slots were written before `ring`
+          break;
+        }
+        if (k == cgdr::mem::kResidentLeave) {  // (every message posted before it was taken above)
+          asked = true;
+          r = 0;
           break;
         }
         if (k != kept) {  // the process still waits in MPI
@@ -261,6 +267,7 @@ extern "C" __global__ void cgdr_resident(ResidentBox* box, cgdr::mem::ResidentCr
     }
     v->longest = longest;
     v->turned = turned;
+    v->asked = asked;
     __threadfence_system();
     v->exited = gen;
   }

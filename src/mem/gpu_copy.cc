@@ -34,7 +34,8 @@ CopyCounts copyCounts() {
           r.copies,                                     r.launches,
           r.redone,                                     r.notRunning,
           r.full,                                       r.crewed,
-          r.turned,                                     r.longestNs};
+          r.turned,                                     r.leftAsked,
+          r.longestNs};
 }
 
 #if CGDR_HAVE_CUDA

@@ -32,10 +32,11 @@ base::ChoiceSetting gResident(
     "itself (CGDR_CUDA_RESIDENT_NOTIFY). On two H200s 8-64 B D-D latency fell from 9.6-9.9 to 8.0-8.4 us across "
     "containers (docs/performance.md, forty-ninth session). It holds one block of 128 threads (part of one SM; "
     "more with CGDR_CUDA_RESIDENT_BLOCKS) while it runs, leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or "
-    "the process's last MPI progress, and after 5 ms; a cudaDeviceSynchronize or cudaFree meanwhile waits for it "
-    "to leave. Never where the other side is on this GPU, nor on a GPU another rank of the job shares without MPS; "
-    "where another process's work runs on the GPU in turns with it, it leaves (CGDR_CUDA_RESIDENT_BACKOFF). off: "
-    "the copy engine. always: started at the first such copy (tests).");
+    "the process's last MPI progress, and after 5 ms; the program's cudaDeviceSynchronize and cudaFree (through the "
+    "shared CUDA runtime) ask it to leave first (~5 us instead of ~24 on one H200; a statically linked runtime "
+    "waits for it). Never where the other side is on this GPU, nor on a GPU another rank of the job shares without "
+    "MPS; where another process's work runs on the GPU in turns with it, it leaves (CGDR_CUDA_RESIDENT_BACKOFF). "
+    "off: the copy engine. always: started at the first such copy (tests).");
 base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "16K", "bytes",
                                   "The largest copy CGDR_CUDA_RESIDENT takes (one block moves it: larger ones are "
                                   "faster on the copy engine). On two H200s a limit of 64K against 4K moved 8 and 16 "
@@ -43,8 +44,9 @@ base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "16K", "bytes",
                                   "KiB by -0.8 / +0.1 and 64 KiB by +0.8 (docs/performance.md, fiftieth session).");
 base::Setting<double> gIdle("CGDR_CUDA_RESIDENT_IDLE", "20", "us",
                             "CGDR_CUDA_RESIDENT's kernel leaves after this long without a copy or an MPI progress "
-                            "step of its process. Anything that waits for the whole GPU (cudaDeviceSynchronize, "
-                            "cudaFree) waits for it to leave: up to this long after the process left MPI.");
+                            "step of its process. What waits for the whole GPU waits for it to leave: up to this "
+                            "long after the process left MPI, except cudaDeviceSynchronize and cudaFree through the "
+                            "shared CUDA runtime, which ask it to leave at once.");
 
 base::Setting<long long> gBlocks("CGDR_CUDA_RESIDENT_BLOCKS", "1", "blocks",
                                  "Blocks of CGDR_CUDA_RESIDENT's kernel (1-32, 128 threads each). Beyond the first, "
@@ -54,10 +56,12 @@ base::Setting<long long> gBlocks("CGDR_CUDA_RESIDENT_BLOCKS", "1", "blocks",
 base::Setting<double> gBackoff(
     "CGDR_CUDA_RESIDENT_BACKOFF", "1000", "ms",
     "Where CGDR_CUDA_RESIDENT's kernel finds its GPU shared in turns with another process (its context switched out "
-    "for over 50 us between two looks at its mailbox: time slices, no MPS, e.g. another job's pod on the GPU), it "
+    "for over 100 us between two looks at its mailbox: time slices, no MPS, e.g. another job's pod on the GPU), it "
     "leaves and is not started on that GPU again for this long, twice as long each further time (at most 64 times): "
-    "spinning, it would hold the GPU from the other process's work for its whole time slice. 0: it does not watch "
-    "(stays, as before the fifty-second session).");
+    "spinning, it would hold the GPU from the other process's work for its whole time slice (beside a process "
+    "running kernels back to back on one H200, that process's kernels took 505-508 us each with the kernel staying, "
+    "274-277 with it leaving, as with copies on the copy engine, and 11-12 with the GPU to itself: "
+    "docs/performance.md, fifty-second session). 0: it does not watch (stays, as before that session).");
 base::Setting<base::Bytes> gSolo("CGDR_CUDA_RESIDENT_SOLO", "16K", "bytes",
                                  "With CGDR_CUDA_RESIDENT_BLOCKS > 1, the largest copy the kernel's first block moves "
                                  "alone; larger ones it shares with its helpers (sharing costs ~2 us: within one H200, "
@@ -68,12 +72,15 @@ enum { kAuto, kOff, kAlways };
 constexpr std::uint64_t kLifeNs = 5'000'000;     // a kernel leaves after this long (a new one follows if needed)
 constexpr std::uint64_t kOftenNs = 100'000;      // copies this close together start it (a ping-pong's: 16-30 us)
 constexpr std::uint64_t kCheckNs = 1'000'000;    // a copy pending this long has its kernel's stream asked
-constexpr std::uint64_t kTurnNs = 50'000;        // this long between two looks at its box: switched out
+// This long between two looks at its box: switched out. On one H200 looks came at most 7.6 us apart
+// alone, 19.8 us with this process's copies keeping PCIe busy both ways (27 GB/s each), and 313-1537
+// us apart where another process's kernels took turns with it (docs/performance.md, 52nd session).
+constexpr std::uint64_t kTurnNs = 100'000;
 constexpr std::uint64_t kMostBackoffs = 64;      // CGDR_CUDA_RESIDENT_BACKOFF doubles up to this many times
 constexpr int kMaxDevices = 64;
 
 std::atomic<unsigned long long> gCopies{0}, gLaunches{0}, gRedone{0}, gNotRunning{0}, gFull{0}, gCrewed{0},
-    gTurned{0}, gLongest{0};
+    gTurned{0}, gLeftAsked{0}, gLongest{0};
 
 }  // namespace
 
@@ -162,6 +169,7 @@ base::Status fail(Device& d, const char* what, cudaError_t e) {
 void noteExit(Device& d, int device) {
   if (d.seenGen == d.gen) return;
   d.seenGen = d.gen;
+  if (load(d.box->asked)) gLeftAsked.fetch_add(1, std::memory_order_relaxed);
   std::uint64_t longest = load(d.box->longest);
   for (unsigned long long l = gLongest.load(std::memory_order_relaxed);
        longest > l && !gLongest.compare_exchange_weak(l, longest, std::memory_order_relaxed);) {
@@ -304,6 +312,7 @@ void residentWake(int device) {
     __atomic_store_n(&d->box->crewed, 0, __ATOMIC_RELAXED);
     e = cudaMemsetAsync(d->crew, 0, offsetof(ResidentCrew, item), d->stream);
   }
+  __atomic_store_n(&d->box->keep, 0, __ATOMIC_RELAXED);  // (a leave asked of the kernel before; the launch orders it)
   if (e == cudaSuccess)
     e = static_cast<cudaError_t>(launchResident(d->boxDev, d->crew, blocks(), gen, d->posted, idleNs(), kLifeNs,
                                                 gSolo.get().value, backoffNs() ? kTurnNs : 0, d->stream));
@@ -359,7 +368,18 @@ void residentKeepAlive() {
   if (now - lastNs < 2000) return;  // (every 2 us at most: the kernel reads it over PCIe)
   lastNs = now;
   for (int i = 0; i < n; ++i)
-    if (ResidentBox* b = gBox[i].load(std::memory_order_acquire)) __atomic_store_n(&b->keep, now, __ATOMIC_RELAXED);
+    if (ResidentBox* b = gBox[i].load(std::memory_order_acquire)) {
+      std::uint64_t k = __atomic_load_n(&b->keep, __ATOMIC_RELAXED);
+      if (k != kResidentLeave)  // (a leave asked meanwhile stays)
+        __atomic_compare_exchange_n(&b->keep, &k, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+}
+
+void residentLeave() {
+  int n = gBoxes.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (ResidentBox* b = gBox[i].load(std::memory_order_acquire))
+      __atomic_store_n(&b->keep, kResidentLeave, __ATOMIC_RELEASE);
 }
 
 bool residentBusy(int device) {
@@ -393,6 +413,7 @@ std::uint64_t residentPost(int, void*, const void*, std::size_t, const DoneFlag*
 void residentWake(int) {}
 void residentShared(int) {}
 void residentKeepAlive() {}
+void residentLeave() {}
 int residentPoll(int, std::uint64_t, base::Status*) { return 1; }
 bool residentBusy(int) { return false; }
 void residentQuiesce() {}
@@ -406,12 +427,13 @@ ResidentCounts residentCounts() {
     if (Device* d = deviceOf(i, false)) {
       std::lock_guard lock(d->m);
       if (d->box) crewed += load(d->box->crewed);
+      if (d->box && d->gen && load(d->box->exited) == d->gen) noteExit(*d, i);  // (its words are final)
     }
 #endif
   return {gCopies.load(std::memory_order_relaxed), gLaunches.load(std::memory_order_relaxed),
           gRedone.load(std::memory_order_relaxed), gNotRunning.load(std::memory_order_relaxed),
           gFull.load(std::memory_order_relaxed), crewed, gTurned.load(std::memory_order_relaxed),
-          gLongest.load(std::memory_order_relaxed)};
+          gLeftAsked.load(std::memory_order_relaxed), gLongest.load(std::memory_order_relaxed)};
 }
 
 }  // namespace cgdr::mem

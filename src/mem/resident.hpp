@@ -46,6 +46,10 @@ void residentShared(int device);
 // Tells the running kernels that this process is in MPI (its engine's progress steps): a kernel
 // leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or the last such word, whichever is later.
 void residentKeepAlive();
+// Asks the running kernels to leave as soon as they took what was posted to them: the process is
+// about to wait for a whole GPU (cudaDeviceSynchronize, cudaFree: interpose/cuda_alloc.cc), which
+// would otherwise wait out their idle time. Lock-free; nothing where no kernel was ever started.
+void residentLeave();
 // Whether `device`'s kernel holds copies not yet seen done.
 bool residentBusy(int device);
 // Waits until every copy posted so far is done (before memory they may touch goes away).
@@ -54,11 +58,12 @@ void residentQuiesce();
 // Copies the resident kernels took, launches, copies made on the copy engine after a kernel left
 // without them, and copies it could have taken that found it not running (not started, left, or
 // paused: CGDR_CUDA_RESIDENT_BACKOFF) or full; batches of copies its helpers shared
-// (CGDR_CUDA_RESIDENT_BLOCKS); kernels that left because their context was switched out, and the
-// longest time any kernel that ended spent between two looks at its mailbox, in ns (CGDR_STATS).
+// (CGDR_CUDA_RESIDENT_BLOCKS); kernels that left because their context was switched out, or
+// because they were asked (residentLeave), and the longest time any kernel that ended spent
+// between two looks at its mailbox, in ns (CGDR_STATS).
 struct ResidentCounts {
   unsigned long long copies = 0, launches = 0, redone = 0, notRunning = 0, full = 0, crewed = 0, turned = 0,
-                     longestNs = 0;
+                     leftAsked = 0, longestNs = 0;
 };
 ResidentCounts residentCounts();
 

@@ -464,3 +464,62 @@ TEST_F(Resident, AnotherProcessOnTheGpuMakesItLeave) {
   cudaFree(src);
   cudaFree(dst);
 }
+
+// Asked to leave (mem::residentLeave, as the interposed cudaDeviceSynchronize and cudaFree do), a
+// running kernel leaves at once instead of staying for its idle time: with CGDR_CUDA_RESIDENT_IDLE
+// at 100 ms (gpu.resident_leave) a kernel not asked stays until its 5 ms lifetime ends, and says
+// which way it left. Each copy's bytes checked.
+TEST_F(Resident, LeavesWhenAsked) {
+  if (!std::getenv("CGDR_TEST_LEAVE")) GTEST_SKIP() << "runs alone (gpu.resident_leave)";
+  constexpr int kRounds = 20, kControl = 5;
+  char* src = nullptr;
+  char* dst = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, 4096), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, 4096), cudaSuccess);
+  base::Status err;
+  // One copy of `n` bytes of round k's pattern taken by the kernel (started where it was not running).
+  auto copy = [&](int k) {
+    const std::size_t n = 1 + static_cast<std::size_t>(k) * 211 % 4000;
+    std::vector<std::uint8_t> h(n);
+    for (std::size_t i = 0; i < n; ++i) h[i] = pattern(k, i);
+    ASSERT_EQ(cudaMemcpy(src, h.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+    std::uint64_t seq = 0;
+    const auto end = Clock::now() + std::chrono::seconds(20);
+    while (!seq && Clock::now() < end) {
+      seq = mem::residentPost(0, dst, src, n);
+      if (!seq) {
+        ASSERT_EQ(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice), cudaSuccess);
+        mem::residentWake(0);
+      }
+    }
+    ASSERT_NE(seq, 0u) << "round " << k << ": the kernel never took a copy";
+    ASSERT_TRUE(waitDone(seq, &err)) << "round " << k << ": " << err.message();
+    std::vector<std::uint8_t> got(n);
+    ASSERT_EQ(cudaMemcpy(got.data(), dst, n, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], h[i]) << "round " << k << " byte " << i;
+  };
+  const mem::ResidentCounts before = mem::residentCounts();
+  for (int k = 0; k < kControl; ++k) {  // not asked: it stays until its lifetime ends
+    copy(k);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  const mem::ResidentCounts control = mem::residentCounts();
+  EXPECT_EQ(control.leftAsked, before.leftAsked) << "a kernel not asked said it was";
+  for (int k = kControl; k < kControl + kRounds; ++k) {
+    copy(k);
+    if (HasFatalFailure()) return;
+    mem::residentLeave();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  const mem::ResidentCounts after = mem::residentCounts();
+  std::printf("%d rounds not asked: %llu launches; %d asked: %llu launches, %llu left when asked\n", kControl,
+              control.launches - before.launches, kRounds, after.launches - control.launches,
+              after.leftAsked - control.leftAsked);
+  // (a kernel asked after its lifetime ended is not counted: with a copy taken microseconds
+  // before, nearly every one is)
+  EXPECT_GE(after.leftAsked - control.leftAsked, static_cast<unsigned long long>(kRounds * 3 / 4));
+  EXPECT_LE(after.leftAsked - control.leftAsked, after.launches - control.launches);
+  cudaFree(src);
+  cudaFree(dst);
+}

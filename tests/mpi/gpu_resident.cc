@@ -2,10 +2,16 @@
 // (mem/resident.hpp): per kind pair and size, --count messages each way, each from its own
 // buffer filled beforehand with a pattern per rank, message and offset, into its own poisoned
 // buffer, so that nothing but MPI runs between the messages; every byte of every message, and the
-// poison after it, checked afterwards; twice over the same buffers, with new patterns. --pause-us: a pause between sizes, longer than the kernel's
-// idle time, so that it leaves and is started again.
+// poison after it, checked afterwards; twice over the same buffers, with new patterns. --pause-us:
+// a pause between sizes, longer than the kernel's idle time, so that it leaves and is started
+// again. --sync 1: a cudaDeviceSynchronize after each receive, as a program that syncs after MPI
+// does (built with the shared runtime as gpu_resident_cudart, it goes through cgdr's
+// cudaDeviceSynchronize, which asks the kernel to leave first).
 #include <mpi.h>
 #include <unistd.h>
+#if CGDR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +29,7 @@ int main(int argc, char** argv) {
   const int peer = me ^ 1;
   const int count = std::atoi(t::arg(argc, argv, "--count", "32").c_str());
   const int pauseUs = std::atoi(t::arg(argc, argv, "--pause-us", "0").c_str());
+  const bool sync = std::atoi(t::arg(argc, argv, "--sync", "0").c_str()) != 0;
   const auto sizes = t::sizes(argc, argv);
   int msg = 0;
   if (peer < t::size()) {
@@ -48,6 +55,10 @@ int main(int argc, char** argv) {
               MPI_Status st;
               T_MPI(MPI_Recv(in[i / 2]->ptr(), static_cast<int>(n), MPI_BYTE, peer, first + i, MPI_COMM_WORLD, &st));
               MPI_Get_count(&st, MPI_BYTE, &got[i / 2]);
+#if CGDR_HAVE_CUDA
+              if (sync) T_CHECK(cudaDeviceSynchronize() == cudaSuccess, "cudaDeviceSynchronize after message %d",
+                                first + i);
+#endif
             }
           }
           for (std::size_t k = 0; k < in.size(); ++k) {
