@@ -8,7 +8,6 @@
 //   kernels N in S s: turnaround p50 X us, p99 Y us, max Z us
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,22 +16,14 @@
 
 #include "base/config.hpp"
 #include "mem/gpu_batch.hpp"
+#include "user_side.hpp"
 
 using namespace cgdr;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-bool check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "cgdr-gpu-neighbour: %s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
-
-double pct(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
-}
+void ok(cudaError_t e, const char* what) { user::cudaOrExit(e, "cgdr-gpu-neighbour", what); }
 
 }  // namespace
 
@@ -63,18 +54,19 @@ int main(int argc, char** argv) {
   }
   char *src = nullptr, *dst = nullptr;
   cudaStream_t stream = nullptr;
-  if (!check(cudaSetDevice(device), "cudaSetDevice") || !check(cudaMalloc(&src, bytes), "cudaMalloc") ||
-      !check(cudaMalloc(&dst, bytes), "cudaMalloc") || !check(cudaMemset(src, 0x3c, bytes), "cudaMemset") ||
-      !check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"))
-    return 1;
+  ok(cudaSetDevice(device), "cudaSetDevice");
+  ok(cudaMalloc(&src, bytes), "cudaMalloc");
+  ok(cudaMalloc(&dst, bytes), "cudaMalloc");
+  ok(cudaMemset(src, 0x3c, bytes), "cudaMemset");
+  ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   mem::GatherArgs a{};
   a.count = 1;
   a.item[0] = mem::GatherItem{reinterpret_cast<std::uint64_t>(src), reinterpret_cast<std::uint64_t>(dst), bytes};
   auto one = [&]() {
-    return check(static_cast<cudaError_t>(mem::launchGather(a, stream)), "copy kernel launch") &&
-           check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    ok(static_cast<cudaError_t>(mem::launchGather(a, stream)), "copy kernel launch");
+    ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   };
-  if (!one()) return 1;
+  one();
   std::printf("ready\n");
   std::fflush(stdout);
   std::vector<double> us;
@@ -82,20 +74,19 @@ int main(int argc, char** argv) {
   const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   while (Clock::now() < end) {
     const auto t = Clock::now();
-    if (!one()) return 1;
+    one();
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
   }
   // The last kernel is checked once: a copy kernel that ran copied the whole buffer.
   std::vector<char> back(bytes);
-  if (!check(cudaMemcpy(back.data(), dst, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy")) return 1;
+  ok(cudaMemcpy(back.data(), dst, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
   for (std::size_t i = 0; i < bytes; ++i)
     if (back[i] != 0x3c) {
       std::fprintf(stderr, "cgdr-gpu-neighbour: byte %zu of the copy is %d, not %d\n", i, back[i], 0x3c);
       return 1;
     }
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::sort(us.begin(), us.end());
   std::printf("kernels %zu in %.2f s: turnaround p50 %.1f us, p99 %.1f us, max %.1f us\n", us.size(), s,
-              pct(us, 0.5), pct(us, 0.99), us.empty() ? 0.0 : us.back());
+              user::percentile(us, 0.5), user::percentile(us, 0.99), user::percentile(us, 1));
   return 0;
 }

@@ -32,6 +32,7 @@
 
 #include "base/config.hpp"
 #include "mem/resident.hpp"
+#include "user_side.hpp"
 
 using namespace cgdr;
 using Clock = std::chrono::steady_clock;
@@ -40,41 +41,32 @@ namespace {
 
 double us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
-}
-
-bool check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "cgdr-resident-bench: %s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
+void ok(cudaError_t e, const char* what) { user::cudaOrExit(e, "cgdr-resident-bench", what); }
+double pct(const std::vector<double>& v, double p) { return user::percentile(v, p); }
 
 // One copy on the copy engine, its completion polled.
-bool engineCopy(char* dst, const char* src, std::size_t n, cudaStream_t stream, cudaEvent_t ev) {
-  if (!check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream), "cudaMemcpyAsync") ||
-      !check(cudaEventRecord(ev, stream), "cudaEventRecord"))
-    return false;
+void engineCopy(char* dst, const char* src, std::size_t n, cudaStream_t stream, cudaEvent_t ev) {
+  ok(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream), "cudaMemcpyAsync");
+  ok(cudaEventRecord(ev, stream), "cudaEventRecord");
   cudaError_t q;
   while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
   }
-  return check(q, "cudaEventQuery");
+  ok(q, "cudaEventQuery");
 }
 
-// Waits for copy `seq` of the resident kernel of GPU 0.
-bool residentWait(std::uint64_t seq) {
+// Waits for copy `seq` of the resident kernel of GPU 0 (a failed copy ends the program).
+void residentWait(std::uint64_t seq) {
   base::Status err;
   int r;
   while ((r = mem::residentPoll(0, seq, &err)) == 0) {
   }
-  if (r < 0) std::fprintf(stderr, "cgdr-resident-bench: %s\n", err.message().c_str());
-  return r > 0;
+  if (r > 0) return;
+  std::fprintf(stderr, "cgdr-resident-bench: %s\n", err.message().c_str());
+  std::exit(1);
 }
 
 // -y: a cudaDeviceSynchronize timed after each of `iters` copies, per way.
-int syncAfter(char* dst, const char* src, std::size_t n, int iters, cudaStream_t stream, cudaEvent_t ev) {
+void syncAfter(char* dst, const char* src, std::size_t n, int iters, cudaStream_t stream, cudaEvent_t ev) {
   const mem::ResidentCounts before = mem::residentCounts();
   std::vector<double> t[3];
   for (int way = 0; way < 3; ++way)
@@ -82,17 +74,17 @@ int syncAfter(char* dst, const char* src, std::size_t n, int iters, cudaStream_t
       if (way < 2) {
         std::uint64_t seq = mem::residentPost(0, dst, src, n);
         if (!seq) {  // not running: started, and this round again
-          if (!engineCopy(dst, src, n, stream, ev)) return 1;
+          engineCopy(dst, src, n, stream, ev);
           mem::residentWake(0);
           continue;
         }
-        if (!residentWait(seq)) return 1;
+        residentWait(seq);
         if (way == 1) mem::residentLeave();
-      } else if (!engineCopy(dst, src, n, stream, ev)) {
-        return 1;
+      } else {
+        engineCopy(dst, src, n, stream, ev);
       }
       const auto t0 = Clock::now();
-      if (!check(cudaDeviceSynchronize(), "cudaDeviceSynchronize")) return 1;
+      ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
       t[way].push_back(us(Clock::now() - t0));
       ++k;
     }
@@ -101,7 +93,6 @@ int syncAfter(char* dst, const char* src, std::size_t n, int iters, cudaStream_t
               "asked to leave %.2f / %.2f, copy engine %.2f / %.2f; %llu launches, %llu left when asked\n",
               n, iters, pct(t[0], 0.5), pct(t[0], 0.9), pct(t[1], 0.5), pct(t[1], 0.9), pct(t[2], 0.5),
               pct(t[2], 0.9), after.launches - before.launches, after.leftAsked - before.leftAsked);
-  return 0;
 }
 
 // -p: copies of `bytes` host -> GPU 0 -> host, the next pair issued once the last is done.
@@ -112,32 +103,35 @@ struct PcieTraffic {
   cudaStream_t stream = nullptr;
   cudaEvent_t ev = nullptr;
   unsigned long long pairs = 0;
-  bool start() {
-    return !bytes || (check(cudaHostAlloc(&host, bytes, cudaHostAllocDefault), "cudaHostAlloc") &&
-                      check(cudaMalloc(&dev, bytes), "cudaMalloc") &&
-                      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate") &&
-                      check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate") && issue());
+  void start() {
+    if (!bytes) return;
+    ok(cudaHostAlloc(&host, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+    ok(cudaMalloc(&dev, bytes), "cudaMalloc");
+    ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+    issue();
   }
-  bool issue() {
-    return check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync") &&
-           check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync") &&
-           check(cudaEventRecord(ev, stream), "cudaEventRecord");
+  void issue() {
+    ok(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    ok(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    ok(cudaEventRecord(ev, stream), "cudaEventRecord");
   }
-  bool step() {  // (between the load's copies)
-    if (!bytes) return true;
+  void step() {  // (between the load's copies)
+    if (!bytes) return;
     cudaError_t q = cudaEventQuery(ev);
-    if (q == cudaErrorNotReady) return true;
+    if (q == cudaErrorNotReady) return;
     ++pairs;
-    return check(q, "cudaEventQuery") && issue();
+    ok(q, "cudaEventQuery");
+    issue();
   }
 };
 
 // -l: copies of n bytes 10 us apart for `seconds` (with -p, PCIe traffic beside them).
-int load(char* dst, const char* src, std::size_t n, double seconds, std::size_t pcieBytes, cudaStream_t stream,
-         cudaEvent_t ev) {
+void load(char* dst, const char* src, std::size_t n, double seconds, std::size_t pcieBytes, cudaStream_t stream,
+          cudaEvent_t ev) {
   PcieTraffic pcie;
   pcie.bytes = pcieBytes;
-  if (!pcie.start()) return 1;
+  pcie.start();
   const mem::ResidentCounts before = mem::residentCounts();
   std::vector<double> all;
   unsigned long long byKernel = 0;
@@ -145,15 +139,15 @@ int load(char* dst, const char* src, std::size_t n, double seconds, std::size_t 
   const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   for (auto t = t0; t < end; t = Clock::now()) {
     if (std::uint64_t seq = mem::residentPost(0, dst, src, n)) {
-      if (!residentWait(seq)) return 1;
+      residentWait(seq);
       ++byKernel;
     } else {
-      if (!engineCopy(dst, src, n, stream, ev)) return 1;
+      engineCopy(dst, src, n, stream, ev);
       mem::residentWake(0);
     }
     const auto done = Clock::now();
     all.push_back(us(done - t));
-    if (!pcie.step()) return 1;
+    pcie.step();
     while (Clock::now() - done < std::chrono::microseconds(10)) {
     }
   }
@@ -166,7 +160,6 @@ int load(char* dst, const char* src, std::size_t n, double seconds, std::size_t 
   if (pcieBytes)
     std::printf("load: beside it %llu pairs of %zu-byte copies host -> GPU -> host (%.1f GB/s each way)\n", pcie.pairs,
                 pcieBytes, static_cast<double>(pcie.pairs) * static_cast<double>(pcieBytes) / seconds / 1e9);
-  return 0;
 }
 
 }  // namespace
@@ -217,7 +210,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   int gpus = 0;
-  if (!check(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount") || gpus < 1) return 77;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1) {
+    std::fprintf(stderr, "cgdr-resident-bench: no GPU\n");
+    return 77;
+  }
   int peer = gpus > 1 ? 1 : 0;
   if (peer) {
     int can = 0;
@@ -227,18 +223,25 @@ int main(int argc, char** argv) {
   char *src = nullptr, *dst = nullptr;
   cudaStream_t stream = nullptr;
   cudaEvent_t ev = nullptr;
-  if (!check(cudaSetDevice(peer), "cudaSetDevice") || !check(cudaMalloc(&dst, hi), "cudaMalloc") ||
-      !check(cudaSetDevice(0), "cudaSetDevice") || !check(cudaMalloc(&src, hi), "cudaMalloc") ||
-      !check(cudaMemset(src, 0x5a, hi), "cudaMemset") ||
-      !check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
-      !check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate"))
-    return 1;
+  ok(cudaSetDevice(peer), "cudaSetDevice");
+  ok(cudaMalloc(&dst, hi), "cudaMalloc");
+  ok(cudaSetDevice(0), "cudaSetDevice");
+  ok(cudaMalloc(&src, hi), "cudaMalloc");
+  ok(cudaMemset(src, 0x5a, hi), "cudaMemset");
+  ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
   if (peer) {
     cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
-    if (e != cudaErrorPeerAccessAlreadyEnabled && !check(e, "cudaDeviceEnablePeerAccess")) return 1;
+    if (e != cudaErrorPeerAccessAlreadyEnabled) ok(e, "cudaDeviceEnablePeerAccess");
   }
-  if (seconds > 0) return load(dst, src, lo, seconds, pcieBytes, stream, ev);
-  if (syncIters > 0) return syncAfter(dst, src, lo, syncIters, stream, ev);
+  if (seconds > 0) {
+    load(dst, src, lo, seconds, pcieBytes, stream, ev);
+    return 0;
+  }
+  if (syncIters > 0) {
+    syncAfter(dst, src, lo, syncIters, stream, ev);
+    return 0;
+  }
   std::printf("# GPU 0 -> GPU %d (%s); CGDR_CUDA_RESIDENT_BLOCKS=%s _SOLO=%s _LIMIT=%s; %d copies a size\n", peer,
               peer ? "peer" : "the same GPU", std::getenv("CGDR_CUDA_RESIDENT_BLOCKS") ?: "(default)",
               std::getenv("CGDR_CUDA_RESIDENT_SOLO") ?: "(default)",
@@ -253,17 +256,17 @@ int main(int argc, char** argv) {
       auto t0 = Clock::now();
       std::uint64_t seq = mem::residentPost(0, dst, src, n);
       if (!seq) {
-        if (!engineCopy(dst, src, n, stream, ev)) return 1;
+        engineCopy(dst, src, n, stream, ev);
         mem::residentWake(0);
         continue;
       }
-      if (!residentWait(seq)) return 1;
+      residentWait(seq);
       if (k >= 100) kernel.push_back(us(Clock::now() - t0));
     }
     mem::residentQuiesce();
     for (int k = 0; k < iters + 100; ++k) {
       auto t0 = Clock::now();
-      if (!engineCopy(dst, src, n, stream, ev)) return 1;
+      engineCopy(dst, src, n, stream, ev);
       if (k >= 100) engine.push_back(us(Clock::now() - t0));
     }
     std::printf("%-10zu %10.2f %10.2f %10.2f %10.2f %8zu\n", n, pct(kernel, 0.5), pct(kernel, 0.9), pct(engine, 0.5),

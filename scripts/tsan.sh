@@ -42,7 +42,7 @@ python3 - "$top" "$logs" <<'EOF' || rc=1
 import glob, os, re, sys
 top, logs = sys.argv[1], sys.argv[2]
 frame = re.compile(r"^\s+#\d+ .*?(\S+) \((\S+?)\+0x[0-9a-f]+\)$")  # location, module
-mpi = re.compile(r"lib(open-pal|open-rte|mpi|pmix)\.so")
+mpi = re.compile(r"lib(open-pal|open-rte|mpi|pmix)\.so|mca_\w+\.so")  # (its components: mca_btl_vader.so, ...)
 def ours(block):
     # The first frame of each stack that is not the sanitizer's interceptor decides: cgdr's
     # (libcgdr.so or its sources) always counts; another file of this tree (a test program, the

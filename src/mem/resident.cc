@@ -76,7 +76,7 @@ constexpr std::uint64_t kCheckNs = 1'000'000;    // a copy pending this long has
 // alone, 19.8 us with this process's copies keeping PCIe busy both ways (27 GB/s each), and 313-1537
 // us apart where another process's kernels took turns with it (docs/performance.md, 52nd session).
 constexpr std::uint64_t kTurnNs = 100'000;
-constexpr std::uint64_t kMostBackoffs = 64;      // CGDR_CUDA_RESIDENT_BACKOFF doubles up to this many times
+constexpr unsigned kMostDoublings = 6;           // CGDR_CUDA_RESIDENT_BACKOFF grows up to 64 times
 constexpr int kMaxDevices = 64;
 
 std::atomic<unsigned long long> gCopies{0}, gLaunches{0}, gRedone{0}, gNotRunning{0}, gFull{0}, gCrewed{0},
@@ -122,8 +122,8 @@ struct Device {
   std::atomic<std::uint64_t> floor{0};
   std::uint64_t lastNs = 0;   // the last copy it could have taken
   std::uint64_t checkNs = 0;  // its stream last asked
-  std::uint64_t seenGen = 0;  // the last generation whose exit words were read (noteExit)
-  std::uint64_t pauseUntil = 0, pauseNs = 0;  // not started before; the next pause (CGDR_CUDA_RESIDENT_BACKOFF)
+  std::uint64_t pauseUntil = 0;  // not started before (CGDR_CUDA_RESIDENT_BACKOFF)
+  unsigned turns = 0;            // kernels that left switched out
   bool wanted = false, broken = false, prepared = false, shared = false;
 };
 
@@ -164,32 +164,30 @@ base::Status fail(Device& d, const char* what, cudaError_t e) {
   return base::Status(base::Errc::kCuda, m);
 }
 
-// Reads once what the kernel of d.gen, now ended, wrote on its way out (d.m held): where it left
-// because its context was switched out, the kernel is not started on this GPU before the pause.
+// Takes what the kernel of d.gen, now ended, wrote on its way out (d.m held), clearing the words
+// (a later look finds nothing new; the next kernel writes them again): where it left because its
+// context was switched out, the kernel is not started on this GPU before the pause.
 void noteExit(Device& d, int device) {
-  if (d.seenGen == d.gen) return;
-  d.seenGen = d.gen;
+  const std::uint64_t longest = load(d.box->longest), turned = load(d.box->turned);
   if (load(d.box->asked)) gLeftAsked.fetch_add(1, std::memory_order_relaxed);
-  std::uint64_t longest = load(d.box->longest);
+  d.box->longest = d.box->turned = d.box->asked = 0;
   for (unsigned long long l = gLongest.load(std::memory_order_relaxed);
        longest > l && !gLongest.compare_exchange_weak(l, longest, std::memory_order_relaxed);) {
   }
-  std::uint64_t turned = load(d.box->turned);
   if (!turned) return;
   gTurned.fetch_add(1, std::memory_order_relaxed);
-  if (!d.pauseNs) d.pauseNs = backoffNs();
-  d.pauseUntil = nowNs() + d.pauseNs;
-  if (d.pauseNs == backoffNs())
+  const std::uint64_t pause = backoffNs() << std::min(d.turns++, kMostDoublings);
+  d.pauseUntil = nowNs() + pause;
+  d.wanted = false;
+  if (d.turns == 1)
     CGDR_LOG(kInfo, kCuda,
              "GPU %d runs another process's work in turns with this one (the resident copy kernel was switched "
              "out for %.0f us): small copies use the copy engine there for %.1f s, longer each further time "
              "(under MPS the two would run side by side)",
-             device, turned / 1e3, d.pauseNs / 1e9);
+             device, turned / 1e3, pause / 1e9);
   else
     CGDR_LOG(kDebug, kCuda, "GPU %d: the resident copy kernel was switched out again (%.0f us): paused for %.1f s",
-             device, turned / 1e3, d.pauseNs / 1e9);
-  d.pauseNs = std::min(d.pauseNs * 2, backoffNs() * kMostBackoffs);
-  d.wanted = false;
+             device, turned / 1e3, pause / 1e9);
 }
 
 // Where the kernel of `gen` left (or ended without saying so) before taking every copy posted to

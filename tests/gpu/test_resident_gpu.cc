@@ -80,6 +80,8 @@ std::size_t slotBytes() { return limit() + 64; }  // one target's room in dst
 constexpr int kMessages = 3000;
 constexpr int kTargets = 37;  // messages k and k + 37 write the same target: order shows
 constexpr int kFlagCheckEvery = 50;  // every 50th message taken: its bytes read back once its flag is seen
+constexpr int kCount = 1000;         // copies a ping-pong batch (pingPongBatch)
+constexpr std::size_t kSlot = 4160;  // room a copy of such a batch has in src and dst
 
 std::uint64_t flagValue(int k) { return 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(k + 1) | 1; }
 
@@ -202,6 +204,45 @@ struct Round {
   }
 };
 
+// One batch of 1000 ping-pong copies (each done before the next is posted, as a ping-pong's
+// sender does; one not taken goes to the copy engine) of 1-4111 bytes at odd offsets into
+// distinct targets, every byte of the targets checked; false on a failure (reported).
+bool pingPongBatch(char* src, char* dst, unsigned batch) {
+  auto size = [batch](int k) { return 1 + (static_cast<std::size_t>(k) * 577 + batch * 31) % 4111; };
+  std::vector<std::uint8_t> h(kCount * kSlot, 0);
+  for (int k = 0; k < kCount; ++k)
+    for (std::size_t i = 0; i < size(k); ++i)
+      h[k * kSlot + k % 7 + i] = pattern(static_cast<int>(batch * kCount) + k, i);
+  EXPECT_EQ(cudaMemcpy(src, h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemset(dst, 0xee, h.size()), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  base::Status err;
+  for (int k = 0; k < kCount; ++k) {
+    const std::size_t at = k * kSlot + k % 7;  // (the source's offset; the target's is 3 more)
+    if (std::uint64_t seq = mem::residentPost(0, dst + at + 3, src + at, size(k))) {
+      EXPECT_TRUE(waitDone(seq, &err)) << "batch " << batch << " copy " << k << ": " << err.message();
+      if (!err.isOk()) return false;
+    } else {
+      EXPECT_EQ(cudaMemcpy(dst + at + 3, src + at, size(k), cudaMemcpyDeviceToDevice), cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+      mem::residentWake(0);
+    }
+  }
+  std::vector<std::uint8_t> got(h.size());
+  EXPECT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int k = 0; k < kCount; ++k)
+    for (std::size_t i = 0; i < kSlot; ++i) {
+      const std::size_t at = k * kSlot + k % 7 + 3;
+      const std::uint8_t want = k * kSlot + i >= at && k * kSlot + i < at + size(k) ? h[k * kSlot + i - 3] : 0xee;
+      if (got[k * kSlot + i] != want) {
+        ADD_FAILURE() << "batch " << batch << " copy " << k << ": byte " << i << " of its target is "
+                      << int(got[k * kSlot + i]) << ", not " << int(want);
+        return false;
+      }
+    }
+  return true;
+}
+
 }  // namespace
 
 // Rounds of messages until one of them was posted to a kernel that left without taking it (the
@@ -294,39 +335,19 @@ TEST_F(Resident, BurstsOfLargeMessagesLandInOrder) {
   cudaFree(dst);
 }
 
-// Same-size messages back to back with no gap: the kernel keeps running and takes nearly all.
+// Messages back to back, each done before the next is posted: the kernel keeps running and takes
+// nearly all.
 TEST_F(Resident, BackToBackMessagesStayOnTheKernel) {
   const mem::ResidentCounts before = mem::residentCounts();
   char* src = nullptr;
   char* dst = nullptr;
-  constexpr int kCount = 2000;
-  ASSERT_EQ(cudaMalloc(&src, kCount * 64), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dst, kCount * 64), cudaSuccess);
-  std::vector<std::uint8_t> h(kCount * 64);
-  for (std::size_t i = 0; i < h.size(); ++i) h[i] = pattern(static_cast<int>(i / 64), i % 64);
-  ASSERT_EQ(cudaMemcpy(src, h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemset(dst, 0xee, h.size()), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  base::Status err;
-  std::uint64_t last = 0;
-  for (int k = 0; k < kCount; ++k) {
-    std::uint64_t seq = mem::residentPost(0, dst + k * 64, src + k * 64, 64);
-    if (!seq) {
-      ASSERT_EQ(cudaMemcpy(dst + k * 64, src + k * 64, 64, cudaMemcpyDeviceToDevice), cudaSuccess);
-      mem::residentWake(0);
-    } else {
-      last = seq;
-      ASSERT_TRUE(waitDone(seq, &err)) << err.message();  // a ping-pong: each one done before the next
-    }
-  }
-  ASSERT_NE(last, 0u) << "the kernel never ran";
-  std::vector<std::uint8_t> got(h.size());
-  ASSERT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], h[i]) << "message " << i / 64 << " byte " << i % 64;
+  ASSERT_EQ(cudaMalloc(&src, kCount * kSlot), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, kCount * kSlot), cudaSuccess);
+  for (unsigned batch = 0; batch < 2; ++batch) ASSERT_TRUE(pingPongBatch(src, dst, batch));
   const mem::ResidentCounts after = mem::residentCounts();
-  std::printf("%d messages: %llu by the kernel in %llu launches\n", kCount, after.copies - before.copies,
+  std::printf("%d messages: %llu by the kernel in %llu launches\n", 2 * kCount, after.copies - before.copies,
               after.launches - before.launches);
-  EXPECT_GT(after.copies - before.copies, static_cast<unsigned long long>(kCount * 9 / 10));
+  EXPECT_GT(after.copies - before.copies, static_cast<unsigned long long>(2 * kCount * 9 / 10));
   cudaFree(src);
   cudaFree(dst);
 }
@@ -365,62 +386,20 @@ TEST_F(Resident, FaultFailsTheCopyWithAMessage) {
 // so. The copies come as a ping-pong's do (each done before the next, so the kernel stays: a
 // kernel that leaves by its idle time before its turn ends is never switched out), of odd sizes
 // into distinct targets, every byte checked after each batch.
-namespace {
-
-// One batch of kCount copies; false on a failure (reported).
-bool pingPongBatch(char* src, char* dst, unsigned batch) {
-  constexpr int kCount = 1000;
-  constexpr std::size_t kSlot = 4160;
-  auto size = [batch](int k) { return 1 + (static_cast<std::size_t>(k) * 577 + batch * 31) % 4111; };
-  std::vector<std::uint8_t> h(kCount * kSlot, 0);
-  for (int k = 0; k < kCount; ++k)
-    for (std::size_t i = 0; i < size(k); ++i)
-      h[k * kSlot + k % 7 + i] = pattern(static_cast<int>(batch * kCount) + k, i);
-  EXPECT_EQ(cudaMemcpy(src, h.data(), h.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ(cudaMemset(dst, 0xee, h.size()), cudaSuccess);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  base::Status err;
-  for (int k = 0; k < kCount; ++k) {
-    const std::size_t at = k * kSlot + k % 7;  // (the source's offset; the target's is 3 more)
-    if (std::uint64_t seq = mem::residentPost(0, dst + at + 3, src + at, size(k))) {
-      EXPECT_TRUE(waitDone(seq, &err)) << "batch " << batch << " copy " << k << ": " << err.message();
-      if (!err.isOk()) return false;
-    } else {
-      EXPECT_EQ(cudaMemcpy(dst + at + 3, src + at, size(k), cudaMemcpyDeviceToDevice), cudaSuccess);
-      EXPECT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
-      mem::residentWake(0);
-    }
-  }
-  std::vector<std::uint8_t> got(h.size());
-  EXPECT_EQ(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  for (int k = 0; k < kCount; ++k)
-    for (std::size_t i = 0; i < kSlot; ++i) {
-      const std::size_t at = k * kSlot + k % 7 + 3;
-      const std::uint8_t want = k * kSlot + i >= at && k * kSlot + i < at + size(k) ? h[k * kSlot + i - 3] : 0xee;
-      if (got[k * kSlot + i] != want) {
-        ADD_FAILURE() << "batch " << batch << " copy " << k << ": byte " << i << " of its target is "
-                      << int(got[k * kSlot + i]) << ", not " << int(want);
-        return false;
-      }
-    }
-  return true;
-}
-
-}  // namespace
 
 TEST_F(Resident, AnotherProcessOnTheGpuMakesItLeave) {
   if (!std::getenv("CGDR_TEST_NEIGHBOUR")) GTEST_SKIP() << "runs alone (gpu.resident_neighbour)";
   char* src = nullptr;
   char* dst = nullptr;
-  ASSERT_EQ(cudaMalloc(&src, 1000 * 4160), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dst, 1000 * 4160), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&src, kCount * kSlot), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, kCount * kSlot), cudaSuccess);
   unsigned batch = 0;
   const mem::ResidentCounts alone0 = mem::residentCounts();
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pingPongBatch(src, dst, batch++));
   const mem::ResidentCounts alone = mem::residentCounts();
   std::printf("alone: %llu by the kernel in %llu launches; longest between its looks %.1f us\n",
               alone.copies - alone0.copies, alone.launches - alone0.launches, alone.longestNs / 1e3);
-  ASSERT_GT(alone.copies - alone0.copies, 20 * 1000 * 9 / 10ull) << "the kernel seldom ran";
+  ASSERT_GT(alone.copies - alone0.copies, 20ull * kCount * 9 / 10) << "the kernel seldom ran";
   ASSERT_EQ(alone.turned, alone0.turned) << "it left switched out with no other process on the GPU";
 
   const std::string cmd = std::string(CGDR_GPU_NEIGHBOUR) + " -d 0 -s 1";
@@ -444,7 +423,7 @@ TEST_F(Resident, AnotherProcessOnTheGpuMakesItLeave) {
   const mem::ResidentCounts paused = mem::residentCounts();
   EXPECT_EQ(paused.copies, turned.copies) << "the kernel took copies within its pause";
   EXPECT_EQ(paused.launches, turned.launches) << "the kernel started within its pause";
-  EXPECT_GE(paused.notRunning - turned.notRunning, 1000ull);
+  EXPECT_GE(paused.notRunning - turned.notRunning, static_cast<unsigned long long>(kCount));
 
   std::string last;
   while (std::fgets(line, sizeof line, other)) last = line;

@@ -1,10 +1,12 @@
 // Pieces shared by cgdr's own user-side programs (tests, cgdr-bench, the bench/ probes): what an
 // application would write itself, kept outside libcgdr. Header-only.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #if CGDR_HAVE_CUDA
 #include <cuda.h>
@@ -21,6 +23,13 @@ inline std::size_t parseSize(const char* s) {
   else if (*end == 'M' || *end == 'm') v *= 1024.0 * 1024;
   else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
   return static_cast<std::size_t>(v);
+}
+
+// The p-quantile (0 to 1) of `v`, nearest rank; 0 where it is empty.
+inline double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
 // Seconds on the monotonic clock (for timing loops).
