@@ -72,17 +72,25 @@ for c in cpus:
     med = lambda k, s: statistics.median(vals.get((k, s), [float("nan")]))
     sizes = sorted({s for (k, s) in vals if k != "bare"})
     print(f"D->D {test}, {'us' if lat else 'MB/s'}, ranks on CPUs {c}: median of {rounds} alternated rounds"
-          " (floor: bare cudaMemcpyPeerAsync, the median of its copies; floor mean: their mean, the"
-          " statistic cgdr-bench reports)\n")
-    extra = f" Opt ({alt}) | Opt ({alt})/floor | Opt/Opt ({alt}) | Native ({alt}) | Nat/Nat ({alt}) |" if alt else ""
-    print("| size | floor | floor mean | Native | Container-Opt | Nat/floor | Opt/floor | Opt/floor mean | Opt/Nat |"
-          + extra)
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|---:|---:|" if alt else ""))
+          + (" (floor: bare cudaMemcpyPeerAsync, the median of its copies; floor mean: their mean, the"
+             " statistic cgdr-bench reports)" if lat else "") + "\n")
+    # Columns as (heading, value of a size); the floor's only where latency was measured (bw/bibw: no floor).
+    cols = [("Native", lambda v: v["native"]), ("Container-Opt", lambda v: v["opt"])]
+    if lat:
+        cols = [("floor", lambda v: v["floor"]), ("floor mean", lambda v: v["floormean"])] + cols + [
+            ("Nat/floor", lambda v: v["native"] / v["floor"]), ("Opt/floor", lambda v: v["opt"] / v["floor"]),
+            ("Opt/floor mean", lambda v: v["opt"] / v["floormean"])]
+    cols.append(("Opt/Nat", lambda v: v["opt"] / v["native"]))
+    if alt:
+        cols += [(f"Opt ({alt})", lambda v: v["alt"])]
+        cols += [(f"Opt ({alt})/floor", lambda v: v["alt"] / v["floor"])] if lat else []
+        cols += [(f"Opt/Opt ({alt})", lambda v: v["opt"] / v["alt"]), (f"Native ({alt})", lambda v: v["natalt"]),
+                 (f"Nat/Nat ({alt})", lambda v: v["native"] / v["natalt"])]
+    print("| size | " + " | ".join(h for h, _ in cols) + " |")
+    print("|---:|" + "---:|" * len(cols))
     for s in sizes:
-        f, fm, n, o, a, na = (med(k, s) for k in ("floor", "floormean", "native", "opt", "alt", "natalt"))
-        row = (f"| {s} | {f:.2f} | {fm:.2f} | {n:.2f} | {o:.2f} | {n / f:.2f} | {o / f:.2f} | {o / fm:.2f} |"
-               f" {o / n:.2f} |")
-        print(row + (f" {a:.2f} | {a / f:.2f} | {o / a:.2f} | {na:.2f} | {n / na:.2f} |" if alt else ""))
+        v = {k: med(k, s) for k in ("floor", "floormean", "native", "opt", "alt", "natalt")}
+        print(f"| {s} | " + " | ".join(f"{get(v):.2f}" for _, get in cols) + " |")
     if alt:
         # The rounds paired: a round's runs are minutes apart at most, the rounds drift by ~1 us.
         # (A round whose run of either side failed pairs nothing.)

@@ -207,6 +207,20 @@ grep -q "SYNC_MEMOPS not set" <<<"$out" && fail "pods: neither the SYNC_MEMOPS m
 grep -q "stats: exportable heap: [1-9][0-9]* cudaMalloc served, [1-9]" <<<"$out" || fail "pods: gpu_sync_heap's buffers not from the heap"
 out=$(run "pods, cudaMallocAsync heap off" -n 2 --gpus "$G" -x CGDR_CUDA_MALLOC_ASYNC=off -- "$T/gpu_heap" --alloc async --expect real)
 grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods: CGDR_CUDA_MALLOC_ASYNC=off did not stage"
+# A Python program (mpi4py) with CuPy arrays and PyTorch tensors, through the interpreter the build
+# found (tests/mpi/mpi4py-python): their allocators' cudaMalloc comes from the exportable heap too.
+py=$(cat "$BIN/tests/mpi/mpi4py-python" 2>/dev/null)
+if [ -n "$py" ]; then
+  prog=$(cd "$(dirname "$0")/../mpi" && pwd)/mpi4py_buffers.py
+  out=$(run "pods, mpi4py with CuPy and PyTorch" -n 2 --gpus "$G" -- "$py" "$prog" \
+        --libs numpy,cupy,torch --sizes 0,1,3,8K+1,1M+1,9M+7)
+  grep -q "SKIP no GPU library" <<<"$out" && echo "note: pods mpi4py step ran no GPU library" >&2
+  grep -q "SKIP no GPU library" <<<"$out" || grep -q "stats: channels: .*cuda-vmm" <<<"$out" ||
+    fail "pods, mpi4py: the cuMem channels were not used"
+  grep -q "stats: channels: .*cuda-ipc" <<<"$out" && fail "pods, mpi4py: legacy IPC across PID namespaces"
+else
+  echo "note: no python3 with mpi4py found at configure time: pods mpi4py step skipped" >&2
+fi
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
 out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "$G" -- \

@@ -4,12 +4,15 @@ BIN=${1:?usage: test.sh BUILD_DIR}
 PODS=$BIN/bin/cgdr-pods
 INFO=$BIN/tools/cgdr-info/cgdr-info
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-failures=0
+# Failures are counted in a file: a step's function often runs in a subshell (out=$(run ...)), where
+# a counter would be lost; each is also printed on stderr, which such a capture leaves visible.
+failed=$(mktemp /tmp/pods-test-failures.XXXXXX)
+trap 'rm -f "$failed"' EXIT
 if [ "$(id -u)" != 0 ] || ! unshare --net true 2>/dev/null; then
   echo "SKIP: creating namespaces needs root (cgdr-pods tests)"
   exit 77
 fi
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+fail() { echo "FAIL: $*" | tee -a "$failed" >&2; }
 # expect OUTPUT PATTERN WHAT: the output has a line matching the extended regex.
 expect() { grep -Eq -- "$2" <<<"$1" || { fail "$3: no line matches '$2'"; echo "$1" | grep -E "^(pair|matrix|rank [0-9]+ ->)" | head -8; }; }
 refuse() { grep -Eq -- "$2" <<<"$1" && fail "$3: a line matches '$2'"; return 0; }
@@ -33,6 +36,8 @@ no_bridges() {
 }
 finish() {
   no_bridges
-  [ $failures -eq 0 ] && echo "PASS $(basename "$0")" || echo "FAIL $(basename "$0") ($failures)"
-  [ $failures -eq 0 ]
+  local failures
+  failures=$(wc -l < "$failed")
+  [ "$failures" -eq 0 ] && echo "PASS $(basename "$0")" || echo "FAIL $(basename "$0") ($failures)"
+  [ "$failures" -eq 0 ]
 }
