@@ -29,6 +29,9 @@ const Entry kEntries[] = {
     {Errc::kPeerLost, MPI_ERR_OTHER, "cgdr: a co-located peer process vanished"},
     {Errc::kProtocol, MPI_ERR_INTERN, "cgdr: malformed data from a peer"},
     {Errc::kArgument, MPI_ERR_ARG, "cgdr: invalid argument"},
+    {Errc::kGpuReset, MPI_ERR_BUFFER,
+     "cgdr: GPU buffer after cudaDeviceReset: the reset ended cgdr's GPU work in this process (reset a GPU only "
+     "after the last MPI call that uses GPU memory)"},
     {Errc::kTruncate, MPI_ERR_TRUNCATE, nullptr},  // MPI's own code: programs compare with it
 };
 

@@ -19,6 +19,7 @@ enum class Errc {
   kProtocol,        // a peer sent something that failed validation
   kArgument,        // bad argument detected by cgdr
   kTruncate,        // a message longer than the receive buffer (MPI_ERR_TRUNCATE)
+  kGpuReset,        // GPU memory after the program's cudaDeviceReset (cgdr's GPU state is gone)
 };
 
 // A cheap, [[nodiscard]] status: a code plus a message naming the cause.

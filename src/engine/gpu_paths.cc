@@ -8,6 +8,7 @@
 #include "base/config.hpp"
 #include "base/cuda.hpp"
 #include "base/log.hpp"
+#include "mem/classify.hpp"
 #include "mem/gpu_copy.hpp"
 #include "mem/resident.hpp"
 #include "mem/vmm.hpp"
@@ -409,6 +410,7 @@ void* GpuPaths::pin(void* p, std::size_t n) {
     CGDR_LOG(kDebug, kCuda, "cudaHostRegister of %zu bytes of shared memory failed", n);
     return nullptr;
   }
+  mem::noteGpuState();
   ++pinnedOk_;
   void* dev = nullptr;
   if (cudaHostGetDevicePointer(&dev, p, 0) != cudaSuccess) {

@@ -3,6 +3,9 @@
 // in another PID namespace maps the user's buffer itself (one copy, not two through staging).
 // cudaFree and cudaDeviceSynchronize, which wait for the whole GPU, first ask cgdr's resident copy
 // kernels to leave (mem::residentLeave): they would otherwise stay for their idle time (20 us).
+// cudaDeviceReset also waits for them to leave, and then ends cgdr's use of GPU memory
+// (mem::noteGpuReset): the reset destroys the context whose streams, page-locked chunks and peer
+// mappings cgdr holds.
 // cudaMallocAsync/cudaFreeAsync (and their _ptsz forms, per-thread default stream) on the device's
 // default pool likewise while mem::exportableAsyncActive() (CGDR_CUDA_MALLOC_ASYNC), in stream
 // order: a range freed on a stream is handed out again at once to an allocation on that stream
@@ -25,7 +28,9 @@
 #include <mutex>
 #include <vector>
 
+#include "base/log.hpp"
 #include "mem/chunk_ranges.hpp"
+#include "mem/classify.hpp"
 #include "mem/resident.hpp"
 #include "mem/vmm_heap.hpp"
 
@@ -50,6 +55,7 @@ struct Runtime {
   cudaError_t (*getDevice)(int*) = nullptr;
   cudaError_t (*setDevice)(int) = nullptr;
   cudaError_t (*synchronize)() = nullptr;
+  cudaError_t (*reset)() = nullptr;
   cudaError_t (*mallocAsync)(void**, size_t, cudaStream_t) = nullptr;
   cudaError_t (*mallocAsyncPtsz)(void**, size_t, cudaStream_t) = nullptr;
   cudaError_t (*freeAsync)(void*, cudaStream_t) = nullptr;
@@ -85,6 +91,7 @@ Runtime& runtime(int v) {
     find(r.getDevice, "cudaGetDevice", r.version, &::cudaGetDevice);
     find(r.setDevice, "cudaSetDevice", r.version, &::cudaSetDevice);
     find(r.synchronize, "cudaDeviceSynchronize", r.version, &::cudaDeviceSynchronize);
+    find(r.reset, "cudaDeviceReset", r.version, &::cudaDeviceReset);
     find(r.mallocAsync, "cudaMallocAsync", r.version, &::cudaMallocAsync);
     find(r.mallocAsyncPtsz, "cudaMallocAsync_ptsz", r.version, r.mallocAsync);
     find(r.freeAsync, "cudaFreeAsync", r.version, &::cudaFreeAsync);
@@ -306,6 +313,15 @@ cudaError_t synchronize(Runtime& r) {
   return r.synchronize();
 }
 
+cudaError_t reset(Runtime& r) {
+  cgdr::mem::residentLeave();
+  (void)r.synchronize();  // the kernel gone before its context (an error here is the reset's to report)
+  bool before = cgdr::mem::gpuResetSeen();
+  if (cgdr::mem::noteGpuReset() && !before)
+    CGDR_LOG(kInfo, kMem, "cudaDeviceReset: cgdr moves no GPU buffer from here on (its GPU state goes with the reset)");
+  return r.reset();
+}
+
 }  // namespace
 
 #define CGDR_EXPORT extern "C" __attribute__((visibility("default")))
@@ -318,6 +334,9 @@ CGDR_EXPORT cudaError_t cgdr_cudaFree_v13(void* p) { return release(runtime(2), 
 CGDR_EXPORT cudaError_t cgdr_cudaDeviceSynchronize_v11() { return synchronize(runtime(0)); }
 CGDR_EXPORT cudaError_t cgdr_cudaDeviceSynchronize_v12() { return synchronize(runtime(1)); }
 CGDR_EXPORT cudaError_t cgdr_cudaDeviceSynchronize_v13() { return synchronize(runtime(2)); }
+CGDR_EXPORT cudaError_t cgdr_cudaDeviceReset_v11() { return reset(runtime(0)); }
+CGDR_EXPORT cudaError_t cgdr_cudaDeviceReset_v12() { return reset(runtime(1)); }
+CGDR_EXPORT cudaError_t cgdr_cudaDeviceReset_v13() { return reset(runtime(2)); }
 #define CGDR_ASYNC(v, i)                                                                                   \
   CGDR_EXPORT cudaError_t cgdr_cudaMallocAsync_##v(void** p, size_t n, cudaStream_t s) {                  \
     return allocateAsync(runtime(i), p, n, s, false);                                                      \
@@ -339,18 +358,21 @@ __asm__(".symver cgdr_cudaMalloc_v12, cudaMalloc@libcudart.so.12");
 __asm__(".symver cgdr_cudaMalloc_v13, cudaMalloc@libcudart.so.13");
 __asm__(".symver cgdr_cudaFree_v11, cudaFree@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaDeviceSynchronize_v11, cudaDeviceSynchronize@libcudart.so.11.0");
+__asm__(".symver cgdr_cudaDeviceReset_v11, cudaDeviceReset@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaMallocAsync_v11, cudaMallocAsync@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaMallocAsyncPtsz_v11, cudaMallocAsync_ptsz@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaFreeAsync_v11, cudaFreeAsync@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaFreeAsyncPtsz_v11, cudaFreeAsync_ptsz@libcudart.so.11.0");
 __asm__(".symver cgdr_cudaFree_v12, cudaFree@libcudart.so.12");
 __asm__(".symver cgdr_cudaDeviceSynchronize_v12, cudaDeviceSynchronize@libcudart.so.12");
+__asm__(".symver cgdr_cudaDeviceReset_v12, cudaDeviceReset@libcudart.so.12");
 __asm__(".symver cgdr_cudaMallocAsync_v12, cudaMallocAsync@libcudart.so.12");
 __asm__(".symver cgdr_cudaMallocAsyncPtsz_v12, cudaMallocAsync_ptsz@libcudart.so.12");
 __asm__(".symver cgdr_cudaFreeAsync_v12, cudaFreeAsync@libcudart.so.12");
 __asm__(".symver cgdr_cudaFreeAsyncPtsz_v12, cudaFreeAsync_ptsz@libcudart.so.12");
 __asm__(".symver cgdr_cudaFree_v13, cudaFree@libcudart.so.13");
 __asm__(".symver cgdr_cudaDeviceSynchronize_v13, cudaDeviceSynchronize@libcudart.so.13");
+__asm__(".symver cgdr_cudaDeviceReset_v13, cudaDeviceReset@libcudart.so.13");
 __asm__(".symver cgdr_cudaMallocAsync_v13, cudaMallocAsync@libcudart.so.13");
 __asm__(".symver cgdr_cudaMallocAsyncPtsz_v13, cudaMallocAsync_ptsz@libcudart.so.13");
 __asm__(".symver cgdr_cudaFreeAsync_v13, cudaFreeAsync@libcudart.so.13");

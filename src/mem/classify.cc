@@ -41,7 +41,7 @@ bool probeByte(const void* p) {
 
 // A buffer refused: the status, its message (printf-style) also logged.
 __attribute__((format(printf, 2, 3))) base::Status refuse(base::Errc code, const char* fmt, ...) {
-  char msg[240];
+  char msg[400];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -78,7 +78,19 @@ bool spansBlocks(std::uintptr_t addr, std::uintptr_t last, std::size_t block) {
   return (addr & ~(block - 1)) != ((last - 1) & ~(block - 1));
 }
 
+std::atomic<bool> gGpuState{false};
+std::atomic<bool> gGpuReset{false};
+
 }  // namespace
+
+void noteGpuState() {
+  if (!gGpuState.load(std::memory_order_relaxed)) gGpuState.store(true, std::memory_order_release);
+}
+bool noteGpuReset() {
+  if (gGpuState.load(std::memory_order_acquire)) gGpuReset.store(true, std::memory_order_release);
+  return gpuResetSeen();
+}
+bool gpuResetSeen() { return gGpuReset.load(std::memory_order_acquire); }
 
 bool cpuReadable(const void* p, std::size_t n) {
   if (n == 0) return true;
@@ -107,6 +119,12 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
   if (known) {
     bool device = a.type == base::cuda::PointerAttrs::Type::kDevice;
     if (device || a.type == base::cuda::PointerAttrs::Type::kManaged) {
+      if (gpuResetSeen())
+        return refuse(base::Errc::kGpuReset,
+                      "buffer %p (%zu bytes) is %s memory of GPU %d, after the program's cudaDeviceReset: cgdr's GPU "
+                      "state went with the reset, so it moves no GPU buffer any more (reset a GPU only after the last "
+                      "MPI call that uses GPU memory)",
+                      p, n, device ? "device" : "managed", a.device);
       // A count past the buffer's end would make a copy engine fault (the context is lost) or
       // read and write a neighbour's memory, and a buffer cudaFree gave back to cgdr's exportable
       // heap is still mapped: both refused before anything moves.

@@ -13,6 +13,20 @@ namespace cgdr::mem {
 // GPU buffer whose n bytes run past its allocation's end or into an unmapped hole of its range.
 base::Result<MemInfo> classify(const void* p, std::size_t n);
 
+// The program reset a GPU (cudaDeviceReset, interposed in interpose/cuda_alloc.cc): the primary
+// context cgdr shares with the program is gone, and with it what cgdr made in it - streams,
+// events, page-locked chunks, mappings of peers' memory and of its heap, the resident kernel's
+// mailbox - which no later message may use. If cgdr had made any (noteGpuState, called where each
+// is made), classify refuses every GPU buffer of this process from then on (kGpuReset) instead of
+// moving it through that state (which crashed or corrupted data); noteGpuReset says whether it
+// did. A reset before cgdr made anything (a program resetting its GPU at start-up) changes
+// nothing, and one just before MPI_Finalize - as CUDA's samples do - leaves nothing to refuse.
+// (Process-wide: a reset of one GPU ends cgdr's use of all of them. Not covered: this process's
+// host buffers against a peer's GPU buffers after the reset - they hang, gpu.reset_one.)
+void noteGpuState();
+bool noteGpuReset();
+bool gpuResetSeen();
+
 // True if the bytes [p, p+n) can be read by the CPU (checks the first and the last byte).
 bool cpuReadable(const void* p, std::size_t n);
 

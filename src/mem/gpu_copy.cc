@@ -11,6 +11,7 @@
 #include "base/config.hpp"
 #include "base/cuda.hpp"
 #include "base/log.hpp"
+#include "mem/classify.hpp"
 #include "mem/copy_graph.hpp"
 #include "mem/gpu_batch.hpp"
 #include "mem/resident.hpp"
@@ -141,6 +142,7 @@ base::Result<cudaStream_t> streamFor(int device, int slot) {
   if (!s) {
     cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (e != cudaSuccess) return cudaFail("cudaStreamCreateWithFlags", e);
+    noteGpuState();
   }
   return s;
 }
@@ -158,6 +160,7 @@ base::Result<cudaEvent_t> takeEvent() {
   cudaEvent_t ev;
   cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
   if (e != cudaSuccess) return cudaFail("cudaEventCreate", e);
+  noteGpuState();
   return ev;
 }
 

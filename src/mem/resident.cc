@@ -13,6 +13,7 @@
 
 #include "base/config.hpp"
 #include "base/log.hpp"
+#include "mem/classify.hpp"
 #include "mem/gather.hpp"
 #include "mem/gpu_batch.hpp"
 #include "mem/gpu_copy.hpp"
@@ -284,6 +285,7 @@ void residentWake(int device) {
       (void)fail(*d, "set-up", e);
       return;
     }
+    noteGpuState();
     d->box = new (host) ResidentBox{};
     d->boxDev = static_cast<ResidentBox*>(dev);
     gBox[device].store(d->box, std::memory_order_release);

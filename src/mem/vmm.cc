@@ -7,6 +7,7 @@
 
 #include "base/cuda_driver.hpp"
 #include "base/log.hpp"
+#include "mem/classify.hpp"
 
 namespace cgdr::mem {
 
@@ -48,6 +49,7 @@ base::Status mapInto(const base::cuda::Driver& d, CUmemGenericAllocationHandle h
     d.memAddressFree(va, bytes);
     return fail("cuMemMap", r);
   }
+  noteGpuState();
   if (base::Status st = grant(d, va, bytes, device); !st.isOk()) {
     d.memUnmap(va, bytes);
     d.memAddressFree(va, bytes);

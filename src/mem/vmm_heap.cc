@@ -10,6 +10,7 @@
 #include "base/cuda.hpp"
 #include "base/log.hpp"
 #include "mem/chunk_ranges.hpp"
+#include "mem/classify.hpp"
 #include "mem/vmm.hpp"
 
 #if CGDR_HAVE_CUDA
@@ -164,10 +165,12 @@ std::string state(Switch& w) {
 
 }  // namespace
 
-bool exportableMallocActive() { return active(gMallocSwitch); }
+// After a cudaDeviceReset the heap serves no call, and no range counts as its own (its state went
+// with the context): the program's runtime answers them.
+bool exportableMallocActive() { return active(gMallocSwitch) && !gpuResetSeen(); }
 void activateExportableMalloc(const char* why) { activate(gMallocSwitch, why); }
 std::string exportableMallocState() { return state(gMallocSwitch); }
-bool exportableAsyncActive() { return active(gAsyncSwitch); }
+bool exportableAsyncActive() { return active(gAsyncSwitch) && !gpuResetSeen(); }
 void activateExportableAsync(const char* why) { activate(gAsyncSwitch, why); }
 std::string exportableAsyncState() { return state(gAsyncSwitch); }
 
@@ -196,6 +199,7 @@ void* heapAllocate(std::size_t n, int device, bool async, bool mayGrow) {
 }
 
 int heapRangeOf(const void* p, std::size_t* size) {
+  if (gpuResetSeen()) return -1;
   Heap& h = heap();
   std::lock_guard lock(h.mutex);
   return h.ranges.rangeOf(reinterpret_cast<std::uint64_t>(p), size);

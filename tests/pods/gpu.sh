@@ -221,6 +221,12 @@ if [ -n "$py" ]; then
 else
   echo "note: no python3 with mpi4py found at configure time: pods mpi4py step skipped" >&2
 fi
+# cudaDeviceReset by the program across the pods (its cudaMalloc served by the exportable heap
+# there): before any GPU message, between them (GPU buffers refused after it) and before MPI_Finalize.
+for at in start middle end; do
+  run "pods, cudaDeviceReset at $at" -n 2 --gpus "$G" -- "$T/gpu_reset" --at $at --kinds DD,DH,VV \
+    --sizes 0,1,4097,1M+1,9M+7 > /dev/null
+done
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
 out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "$G" -- \

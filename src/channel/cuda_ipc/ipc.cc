@@ -4,6 +4,7 @@
 
 #include "base/cuda.hpp"
 #include "base/log.hpp"
+#include "mem/classify.hpp"
 
 #if CGDR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -46,6 +47,7 @@ void* Cache::open(int peer, const Handle& h) {
     (void)cudaGetLastError();
     return nullptr;
   }
+  mem::noteGpuState();
   entries_[key] = {h.bufferId, base};
   return static_cast<char*>(base) + h.offset;
 }
