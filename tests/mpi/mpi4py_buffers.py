@@ -239,7 +239,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--libs", default="numpy,cupy,torch")
     ap.add_argument("--sizes", default="0,1,3,8K-1,8K+1,256K+1,1M+1,9M+7")
-    ap.add_argument("--require", default="", help="libraries that must run (a skip is then a failure)")
     ap.add_argument("--min-gpus", type=int, default=0, help="skipped (77) with fewer GPUs")
     args = ap.parse_args()
     if nranks != 2:
@@ -260,11 +259,6 @@ def main():
     if rank == 0:
         for s in skipped:
             say(f"SKIP {s}")
-    required = [r for r in args.require.split(",") if r]
-    missing = [r for r in required if r not in names]
-    if missing:
-        say(f"FAIL required but unusable: {','.join(missing)}")
-        return 1
     # A run that asked for GPU libraries is skipped without one of them (numpy alone is the host test's).
     if not libs or any(n != "numpy" for n in args.libs.split(",")) and not any(lib.gpu for lib in libs):
         if rank == 0:
