@@ -424,7 +424,7 @@ void ShmEngine::start(ShmRecv& op, const CommInfo& c) {
   }
   q.posted.push_back(&op);
   if (op.mixed()) holdBehind(c.ctx, &op);
-  else if (gpu_ && op.sourcePeer()) advertise(op, q);
+  else if (gpu() && op.sourcePeer()) advertise(op, q);
 }
 
 base::Result<std::unique_ptr<base::Op>> ShmEngine::irecv(const base::RecvArgs& a, const CommInfo& c, bool mixed) {

@@ -24,6 +24,7 @@
 #include "channel/shm/endpoint.hpp"
 #include "engine/comm_table.hpp"
 #include "engine/gpu_paths.hpp"
+#include "mem/classify.hpp"
 #include "sched/select.hpp"
 
 namespace cgdr::engine {
@@ -128,8 +129,11 @@ class ShmEngine {
   // Receives with GPU copies in flight, polled by every step.
   void watchCopies(ShmRecv* r);
   void unwatchCopies(ShmRecv* r);
-  // The GPU paths (nullptr in a build without CUDA paths).
-  GpuPaths* gpu() { return gpu_.get(); }
+  // The GPU paths: nullptr in a build without CUDA paths, and after the program reset a GPU (what
+  // they hold went with the context, mem::gpuResetSeen): from then on this rank takes no GPU part
+  // in any message - its host buffers against a peer's GPU buffers stream through the host chunks,
+  // with the peer doing the GPU copies.
+  GpuPaths* gpu() { return gpu_ && !mem::gpuResetSeen() ? gpu_.get() : nullptr; }
   std::size_t eagerLimit() const { return eagerLimit_; }
   std::size_t eagerCredit() const { return eagerCredit_; }
   // Messages under way with p (engine mutex held): sends to it (queued, awaiting their CTS or ACK,
@@ -148,7 +152,7 @@ class ShmEngine {
   // pipeline, the rail), it could fall inside a bandwidth run's timed windows (100 windows of 1 MiB
   // messages took 32 ms instead of 10: docs/performance.md, thirty-second session).
   void pinFor(const channel::shm::Peer& p) {
-    if (gpu_ && !pinned_[p.local]) pinChunks(p);
+    if (gpu() && !pinned_[p.local]) pinChunks(p);
   }
   // The `delivered` word of p's advert idx (claimed by this rank) for a copy of len bytes, as a
   // flag this rank's GPUs can set (p's segment mapped for them by pinFor); false (*f unusable)
@@ -159,7 +163,7 @@ class ShmEngine {
   // Counts a block copied between GPU memory and the chunks shared with p before pinFor(p): a path
   // that skipped the page-locking above (CGDR_STATS prints the count; the GPU tests fail on it).
   void checkPinned(const channel::shm::Peer& p) {
-    if (gpu_ && !pinned_[p.local]) ++stats_.unpinnedCopies;
+    if (gpu() && !pinned_[p.local]) ++stats_.unpinnedCopies;
   }
   // Which channel served a message (CGDR_STATS).
   void countChannel(sched::Channel c, std::size_t bytes);

@@ -21,8 +21,8 @@ base::Result<MemInfo> classify(const void* p, std::size_t n);
 // moving it through that state (which crashed or corrupted data); noteGpuReset says whether it
 // did. A reset before cgdr made anything (a program resetting its GPU at start-up) changes
 // nothing, and one just before MPI_Finalize - as CUDA's samples do - leaves nothing to refuse.
-// (Process-wide: a reset of one GPU ends cgdr's use of all of them. Not covered: this process's
-// host buffers against a peer's GPU buffers after the reset - they hang, gpu.reset_one.)
+// (Process-wide: a reset of one GPU ends cgdr's use of all of them. This process's host buffers
+// still exchange with a peer's GPU buffers: the engine then leaves the GPU copies to the peer.)
 void noteGpuState();
 bool noteGpuReset();
 bool gpuResetSeen();

@@ -423,6 +423,7 @@ base::Status GpuCopy::wait() {
 }
 
 void quiesceCopies() {
+  if (gpuResetSeen()) return;
   Streams& st = streams();
   std::vector<cudaStream_t> all;
   {
