@@ -47,13 +47,23 @@ if has env 10; then
 fi
 
 # build_in DIR LOG [CMAKE ARGS...]: configures and builds cgdr against the machine's Open MPI.
+# A warm machine keeps DIR from an earlier call, and the tree copied in since may carry older
+# times than DIR's objects (a file changed back and forth between calls): such a build used a
+# stale libcgdr.so (fifty-fourth session). So each source whose content differs from the one DIR
+# was last built from (all of them where that is not recorded) is touched first.
 build_in() {
   local dir=$1 log=$2 prefix=() gen=()
   shift 2
+  local sums=$dir/.cgdr-source-sums
+  mkdir -p "$dir"
+  (cd "$top" && find CMakeLists.txt cmake include src tests tools bench -type f -print0 | sort -z |
+    xargs -0 sha1sum) > "$sums.new"
+  [ -f "$sums" ] || { [ -f "$dir/CMakeCache.txt" ] && : > "$sums"; }  # built before the sums: touch all
+  [ -f "$sums" ] && (cd "$top" && comm -13 <(sort "$sums") <(sort "$sums.new") | cut -c43- | xargs -r -d '\n' touch)
   [ -d "$top/.deps" ] && prefix=(-DCMAKE_PREFIX_PATH="$top/.deps")
   command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -S "$top" -B "$dir" "${gen[@]}" "${prefix[@]}" -DCGDR_MPI=openmpi -DMPI_C_COMPILER="$(command -v mpicc)" "$@" \
-    > "$log" 2>&1 && cmake --build "$dir" -j"$(nproc)" >> "$log" 2>&1
+    > "$log" 2>&1 && cmake --build "$dir" -j"$(nproc)" >> "$log" 2>&1 && mv "$sums.new" "$sums"
 }
 if has build 100; then
   if build_in "$build" "$logs/build.log"; then
