@@ -382,6 +382,19 @@ void residentLeave() {
       __atomic_store_n(&b->keep, kResidentLeave, __ATOMIC_RELEASE);
 }
 
+void residentForget() {
+  for (int i = 0; i < kMaxDevices; ++i) {
+    Device* d = deviceOf(i, false);
+    if (!d) continue;
+    std::lock_guard lock(d->m);
+    gBox[i].store(nullptr, std::memory_order_release);
+    d->box = d->boxDev = nullptr;
+    d->crew = nullptr;
+    d->stream = nullptr;
+    d->broken = true;
+  }
+}
+
 bool residentBusy(int device) {
   if (device < 0 || device >= gBoxes.load(std::memory_order_acquire) || !gBox[device].load(std::memory_order_acquire))
     return false;  // (never started there: no lock)
@@ -414,6 +427,7 @@ void residentWake(int) {}
 void residentShared(int) {}
 void residentKeepAlive() {}
 void residentLeave() {}
+void residentForget() {}
 int residentPoll(int, std::uint64_t, base::Status*) { return 1; }
 bool residentBusy(int) { return false; }
 void residentQuiesce() {}

@@ -50,6 +50,11 @@ void residentKeepAlive();
 // about to wait for a whole GPU (cudaDeviceSynchronize, cudaFree: interpose/cuda_alloc.cc), which
 // would otherwise wait out their idle time. Lock-free; nothing where no kernel was ever started.
 void residentLeave();
+// The program reset the GPUs (cudaDeviceReset, after residentLeave and a synchronize): the
+// kernels' mailboxes (page-locked host memory), streams and helpers' memory went with the
+// context. Drops every pointer to them - residentKeepAlive writing into a freed mailbox would
+// corrupt or crash - and starts no kernel again.
+void residentForget();
 // Whether `device`'s kernel holds copies not yet seen done.
 bool residentBusy(int device);
 // Waits until every copy posted so far is done (before memory they may touch goes away).

@@ -9,6 +9,8 @@
 //           still arrive whole. (Before, such messages crashed the process or came out wrong.)
 //           With --one 1 only rank 0 resets, and then messages between its host buffers and the
 //           peer's GPU buffers still arrive whole (the peer does their GPU copies).
+// --min-gpus 2 (skipped with fewer): for the resident copy kernel (CGDR_CUDA_RESIDENT=always), whose
+// mailbox in page-locked memory the reset frees.
 // Both ranks reset, unless --one 1. Every byte of every message is checked against a pattern per rank, message
 // and offset, into poisoned buffers.
 #include <mpi.h>
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   auto pairs = t::kindPairs(argc, argv);
   t::setup(pairs, "gpu_reset");
+  t::needGpus(std::stoi(t::arg(argc, argv, "--min-gpus", "0")), "gpu_reset");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const std::string at = t::arg(argc, argv, "--at", "end");
   T_CHECK(at == "start" || at == "middle" || at == "end", "--at %s: start, middle or end", at.c_str());
