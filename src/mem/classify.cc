@@ -39,14 +39,15 @@ bool probeByte(const void* p) {
   return !(w < 0 && err == EFAULT);
 }
 
-// A buffer refused: the status, its message (printf-style) also logged.
+// A buffer refused: the status and its message (printf-style). The caller raises it, and raising
+// logs it as an error; here it is logged for debugging only (CGDR_LOG_LEVEL=debug, subsystem mem).
 __attribute__((format(printf, 2, 3))) base::Status refuse(base::Errc code, const char* fmt, ...) {
   char msg[400];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  CGDR_LOG(kError, kMem, "%s", msg);
+  CGDR_LOG(kDebug, kMem, "refused: %s", msg);
   return base::Status(code, msg);
 }
 

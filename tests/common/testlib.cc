@@ -1,8 +1,12 @@
 #include "testlib.hpp"
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "user_side.hpp"
 
@@ -212,6 +216,47 @@ void needGpus(int n, const char* testName) {
   if (gRank == 0) std::printf("SKIP %s: needs %d GPUs per rank's view, found %d (GPU test)\n", testName, n, fewest);
   MPI_Finalize();
   std::exit(77);
+}
+
+StderrCapture::StderrCapture() {
+  std::fflush(stderr);
+  char path[] = "/tmp/cgdr-test-stderr-XXXXXX";
+  file_ = mkstemp(path);
+  T_CHECK(file_ >= 0, "mkstemp(%s) for stderr: %s", path, std::strerror(errno));
+  if (file_ < 0) return;
+  unlink(path);
+  saved_ = dup(STDERR_FILENO);
+  T_CHECK(saved_ >= 0 && dup2(file_, STDERR_FILENO) >= 0, "redirecting stderr: %s", std::strerror(errno));
+}
+
+StderrCapture::~StderrCapture() {
+  if (saved_ >= 0) (void)text();
+  if (file_ >= 0) close(file_);
+}
+
+std::string StderrCapture::text() {
+  std::string out;
+  if (saved_ < 0) return out;
+  std::fflush(stderr);
+  dup2(saved_, STDERR_FILENO);
+  close(saved_);
+  saved_ = -1;
+  char buf[4096];
+  ssize_t n;
+  for (off_t at = 0; (n = pread(file_, buf, sizeof buf, at)) > 0; at += n) out.append(buf, static_cast<size_t>(n));
+  if (!out.empty()) std::fwrite(out.data(), 1, out.size(), stderr);
+  return out;
+}
+
+int StderrCapture::linesWith(const std::string& text, const char* needle) {
+  int lines = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (text.substr(at, end - at).find(needle) != std::string::npos) ++lines;
+    at = end + 1;
+  }
+  return lines;
 }
 
 bool isMpich() {

@@ -102,6 +102,20 @@ class RefusedSends {
   std::vector<char> sink_;
   std::vector<MPI_Request> rs_;
 };
+// What this process writes to stderr (cgdr's log) between its construction and text(), which
+// then writes it on to stderr as well (the test's output keeps it).
+class StderrCapture {
+ public:
+  StderrCapture();
+  ~StderrCapture();
+  std::string text();
+  // How many lines of the text hold `needle`.
+  static int linesWith(const std::string& text, const char* needle);
+
+ private:
+  int saved_ = -1;
+  int file_ = -1;
+};
 // The MPI library is MPICH (some checks avoid known MPICH 4.0 bugs, with a note).
 bool isMpich();
 

@@ -8,9 +8,11 @@
 //           (nothing moves: the peer's receives posted first stay pending), and host messages
 //           still arrive whole. (Before, such messages crashed the process or came out wrong.)
 //           With --one 1 only rank 0 resets, and then messages between its host buffers and the
-//           peer's GPU buffers still arrive whole (the peer does their GPU copies).
+//           peer's GPU buffers still arrive whole (the peer does their GPU copies). Collectives
+//           follow: refused on GPU buffers where both reset, whole on host buffers (and on the
+//           peer's GPU buffers with --one 1).
 // --min-gpus 2 (skipped with fewer): for the resident copy kernel (CGDR_CUDA_RESIDENT=always), whose
-// mailbox in page-locked memory the reset frees.
+// mailbox in page-locked memory the reset frees. Each refused call names the reset in one line of the log.
 // Both ranks reset, unless --one 1. Every byte of every message is checked against a pattern per rank, message
 // and offset, into poisoned buffers.
 #include <mpi.h>
@@ -59,6 +61,39 @@ int main(int argc, char** argv) {
 #endif
     MPI_Barrier(MPI_COMM_WORLD);
   };
+  // Collectives after a reset in the middle: where both ranks reset, a GPU buffer is refused on
+  // both before either calls the real MPI (each buffer is classified first); then host buffers -
+  // and with --one 1 the peer's GPU buffers - reduce and broadcast every byte right.
+  auto collectives = [&] {
+    if (t::size() != 2) return;  // (the expected sums are of ranks 0 and 1)
+    std::string s;
+    for (t::Kind k : one ? std::vector<t::Kind>{} : std::vector<t::Kind>{t::Kind::D, t::Kind::M}) {
+      t::Buf out(k, 4097), in(k, 4097);
+      int rc = MPI_Allreduce(out.ptr(), in.ptr(), 4097, MPI_UNSIGNED_CHAR, MPI_BXOR, MPI_COMM_WORLD);
+      T_CHECK(t::refusedWith(rc, "cudaDeviceReset", &s), "MPI_Allreduce of %s buffers after the reset: rc %d \"%s\"",
+              t::name(k), rc, s.c_str());
+    }
+    const t::Kind k = one && me == 1 ? t::Kind::D : t::Kind::H;
+    for (std::size_t n : sizes) {
+      t::Buf out(k, n), in(k, n);
+      ++msg;
+      out.fill(t::seedOf(me, msg));
+      in.poison();
+      T_MPI(MPI_Allreduce(out.ptr(), in.ptr(), static_cast<int>(n), MPI_UNSIGNED_CHAR, MPI_BXOR, MPI_COMM_WORLD));
+      std::vector<std::uint8_t> got = in.get();
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < n; ++i)
+        if (got[i] != (t::pat(t::seedOf(0, msg), i) ^ t::pat(t::seedOf(1, msg), i))) ++bad;
+      T_CHECK(bad == 0, "MPI_Allreduce (BXOR) of %zu B into a %s buffer after the reset: %zu bytes wrong", n,
+              t::name(k), bad);
+      ++msg;
+      if (me == 0) out.fill(t::seedOf(0, msg));
+      else out.poison();
+      T_MPI(MPI_Bcast(out.ptr(), static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD));
+      std::string what = std::string("MPI_Bcast into ") + t::name(k) + " " + std::to_string(n) + " B (after the reset)";
+      out.expect(t::seedOf(0, msg), n, what.c_str());
+    }
+  };
   if (peer < t::size()) {
     if (at == "start") reset();
     for (auto [sk, rk] : pairs) exchange(sk, rk, at == "start" ? "after the reset" : "before the reset");
@@ -72,6 +107,9 @@ int main(int argc, char** argv) {
           !one || me == 0 ? std::vector<t::Kind>{t::Kind::D, t::Kind::M} : std::vector<t::Kind>{};
       t::RefusedSends drains(peer, !one || peer == 0 ? std::vector<int>{70, 71} : std::vector<int>{}, n);
       int tag = 70;
+      // Each refused call names its cause once in cgdr's log (until the fifty-fifth session also
+      // where the buffer was classified: twice for a small send, which is classified twice).
+      t::StderrCapture capture;
       for (t::Kind k : refused) {
         t::Buf b(k, n);
         // (seeded by tag, not ++msg: with --one 1 the peer refuses nothing, and the message numbers
@@ -90,8 +128,12 @@ int main(int argc, char** argv) {
           MPI_Wait(&r, MPI_STATUS_IGNORE);
         }
       }
+      int logged = t::StderrCapture::linesWith(capture.text(), "after the program's cudaDeviceReset");
+      T_CHECK(logged == static_cast<int>(2 * refused.size()), "%zu refused calls logged %d lines naming the reset",
+              2 * refused.size(), logged);
       drains.check("GPU buffers after cudaDeviceReset");
       exchange(t::Kind::H, t::Kind::H, "after the reset");
+      collectives();
       if (one) {  // the peer's GPU buffers, both ways, against rank 0's host buffers
         t::Kind k = me == 0 ? t::Kind::H : t::Kind::D;
         exchange(k, k, "host here, GPU at the peer, after rank 0's reset");
