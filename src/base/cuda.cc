@@ -237,6 +237,60 @@ bool setContextSyncMemops(int device, bool drainPending) {
 #endif
 }
 
+#if CGDR_HAVE_CUDA
+namespace {
+
+struct IdApi {
+  CUresult (*getCurrent)(CUcontext*);
+  CUresult (*getDevice)(CUdevice*);
+  CUresult (*getId)(CUcontext, unsigned long long*);
+};
+
+const IdApi* idApi() {
+  static const IdApi f = {reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxGetCurrent")),
+                          reinterpret_cast<CUresult (*)(CUdevice*)>(driverEntry("cuCtxGetDevice")),
+                          reinterpret_cast<CUresult (*)(CUcontext, unsigned long long*)>(driverEntry("cuCtxGetId"))};
+  return usable() && f.getCurrent && f.getDevice && f.getId ? &f : nullptr;
+}
+
+}  // namespace
+#endif
+
+bool currentContext(std::uintptr_t* handle, std::uint64_t* id, int* device) {
+#if CGDR_HAVE_CUDA
+  const IdApi* f = idApi();
+  CUcontext ctx = nullptr;
+  CUdevice dev = -1;
+  unsigned long long n = 0;
+  if (!f || f->getCurrent(&ctx) != CUDA_SUCCESS || !ctx || f->getDevice(&dev) != CUDA_SUCCESS ||
+      f->getId(ctx, &n) != CUDA_SUCCESS)
+    return false;
+  *handle = reinterpret_cast<std::uintptr_t>(ctx);
+  *id = n;
+  *device = static_cast<int>(dev);
+  return true;
+#else
+  (void)handle;
+  (void)id;
+  (void)device;
+  return false;
+#endif
+}
+
+bool contextId(std::uintptr_t handle, std::uint64_t* id) {
+#if CGDR_HAVE_CUDA
+  const IdApi* f = idApi();
+  unsigned long long n = 0;
+  if (!f || f->getId(reinterpret_cast<CUcontext>(handle), &n) != CUDA_SUCCESS) return false;
+  *id = n;
+  return true;
+#else
+  (void)handle;
+  (void)id;
+  return false;
+#endif
+}
+
 std::uintptr_t mappingEnd(std::uintptr_t ptr) {
 #if CGDR_HAVE_CUDA
   if (!usable()) return 0;

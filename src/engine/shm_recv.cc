@@ -274,6 +274,9 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
   msgId_ = env.msgId;
   size_ = env.size;
   expect_ = std::min(env.size, target_.capacity());
+  // (From a GPU buffer into host memory this rank may copy with its GPU: not after a reset cgdr
+  // did not see - e_.gpu() is nullptr once one was found. A GPU target was asked when classified.)
+  if (env.gpu && !target_.gpu()) (void)mem::gpuStateLost();
   GpuPaths* paths = e_.gpu();
   sched::Query q{paths ? paths->peerClass(from.worldRank) : sched::PeerClass::kSameNamespace,
                  env.gpu ? static_cast<mem::MemKind>(env.offer.kind) : mem::MemKind::kHost,

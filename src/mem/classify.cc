@@ -13,6 +13,7 @@
 #include "base/cuda.hpp"
 #include "base/log.hpp"
 #include "mem/host_cache.hpp"
+#include "mem/resident.hpp"
 #include "mem/vmm.hpp"
 #include "mem/vmm_heap.hpp"
 
@@ -82,10 +83,53 @@ bool spansBlocks(std::uintptr_t addr, std::uintptr_t last, std::size_t block) {
 std::atomic<bool> gGpuState{false};
 std::atomic<bool> gGpuReset{false};
 
+// Per device, the context noteGpuState was first called in: its handle (0: none yet) and ID.
+constexpr int kMadeInDevices = 64;
+struct MadeIn {
+  std::atomic<std::uintptr_t> handle{0};
+  std::atomic<std::uint64_t> id{0};
+};
+MadeIn gMadeIn[kMadeInDevices];
+std::atomic<int> gMadeInEnd{0};  // (entries at and past it are empty)
+
+void rememberContext() {
+  std::uintptr_t handle = 0;
+  std::uint64_t id = 0;
+  int device = -1;
+  if (!base::cuda::currentContext(&handle, &id, &device) || device < 0 || device >= kMadeInDevices) return;
+  MadeIn& m = gMadeIn[device];
+  if (m.handle.load(std::memory_order_acquire) != 0) return;
+  m.id.store(id, std::memory_order_relaxed);  // (threads racing here store the same context's)
+  m.handle.store(handle, std::memory_order_release);
+  int end = gMadeInEnd.load(std::memory_order_relaxed);
+  while (end <= device && !gMadeInEnd.compare_exchange_weak(end, device + 1, std::memory_order_release)) {
+  }
+}
+
 }  // namespace
 
 void noteGpuState() {
+  rememberContext();
   if (!gGpuState.load(std::memory_order_relaxed)) gGpuState.store(true, std::memory_order_release);
+}
+
+bool gpuStateLost() {
+  if (gpuResetSeen()) return true;
+  int end = gMadeInEnd.load(std::memory_order_acquire);
+  for (int d = 0; d < end; ++d) {
+    std::uintptr_t handle = gMadeIn[d].handle.load(std::memory_order_acquire);
+    std::uint64_t id = 0;
+    if (!handle || (base::cuda::contextId(handle, &id) && id == gMadeIn[d].id.load(std::memory_order_relaxed)))
+      continue;
+    if (!gGpuReset.exchange(true, std::memory_order_acq_rel)) {
+      residentForget();  // (the kernels went with the context, their mailboxes with it)
+      CGDR_LOG(kWarn, kMem, "the context of GPU %d that cgdr made its GPU state in was reset behind it (a "
+               "statically linked CUDA runtime's cudaDeviceReset, or cuDevicePrimaryCtxReset): from here on cgdr "
+               "moves no GPU buffer of this process", d);
+    }
+    return true;
+  }
+  return false;
 }
 bool noteGpuReset() {
   if (gGpuState.load(std::memory_order_acquire)) gGpuReset.store(true, std::memory_order_release);
@@ -120,7 +164,7 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
   if (known) {
     bool device = a.type == base::cuda::PointerAttrs::Type::kDevice;
     if (device || a.type == base::cuda::PointerAttrs::Type::kManaged) {
-      if (gpuResetSeen())
+      if (gpuStateLost())
         return refuse(base::Errc::kGpuReset,
                       "buffer %p (%zu bytes) is %s memory of GPU %d, after the program's cudaDeviceReset: cgdr's GPU "
                       "state went with the reset, so it moves no GPU buffer any more (reset a GPU only after the last "

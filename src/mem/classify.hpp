@@ -26,6 +26,15 @@ base::Result<MemInfo> classify(const void* p, std::size_t n);
 void noteGpuState();
 bool noteGpuReset();
 bool gpuResetSeen();
+// The same for a reset cgdr does not interpose - the cudaDeviceReset of a statically linked CUDA
+// runtime (nvcc's default), the driver's cuDevicePrimaryCtxReset - found afterwards: noteGpuState
+// also takes the ID of the context it was called in (per device, the first), and a context whose
+// ID changed or that is gone is one that was reset (a cuCtxGetId per such device, ~19 ns on the
+// H200). True once any reset was seen; the first time, as after an interposed reset, the resident
+// kernels' memory is forgotten and gpuResetSeen() holds from then on. Asked where a GPU buffer is
+// classified, where a message from a peer's GPU buffer arrives, and where cgdr would next touch
+// its GPU state at all (the resident kernels' mailboxes, draining its streams at the end).
+bool gpuStateLost();
 
 // True if the bytes [p, p+n) can be read by the CPU (checks the first and the last byte).
 bool cpuReadable(const void* p, std::size_t n);

@@ -423,7 +423,7 @@ base::Status GpuCopy::wait() {
 }
 
 void quiesceCopies() {
-  if (gpuResetSeen()) return;
+  if (gpuStateLost()) return;
   Streams& st = streams();
   std::vector<cudaStream_t> all;
   {

@@ -367,6 +367,7 @@ void residentKeepAlive() {
   std::uint64_t now = nowNs();
   if (now - lastNs < 2000) return;  // (every 2 us at most: the kernel reads it over PCIe)
   lastNs = now;
+  if (gpuStateLost()) return;  // (a reset cgdr did not see freed the mailboxes)
   for (int i = 0; i < n; ++i)
     if (ResidentBox* b = gBox[i].load(std::memory_order_acquire)) {
       std::uint64_t k = __atomic_load_n(&b->keep, __ATOMIC_RELAXED);
@@ -377,6 +378,7 @@ void residentKeepAlive() {
 
 void residentLeave() {
   int n = gBoxes.load(std::memory_order_acquire);
+  if (n > 0 && gpuStateLost()) return;
   for (int i = 0; i < n; ++i)
     if (ResidentBox* b = gBox[i].load(std::memory_order_acquire))
       __atomic_store_n(&b->keep, kResidentLeave, __ATOMIC_RELEASE);

@@ -1,5 +1,6 @@
-// cudaDeviceReset by the program (through the shared runtime, where cgdr interposes it), at one of
-// three points (--at):
+// cudaDeviceReset by the program (gpu_reset: through the shared runtime, where cgdr interposes it;
+// gpu_reset_static: through a statically linked one, where cgdr finds the reset afterwards), at
+// one of three points (--at):
 //   start:  before any GPU message, when cgdr has made nothing on the GPU yet: every message after
 //           it arrives whole, as without the reset;
 //   end:    after GPU messages, right before MPI_Finalize (as CUDA's samples end): a clean exit;

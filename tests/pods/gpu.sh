@@ -230,6 +230,11 @@ for at in start middle end; do
 done
 run "pods, cudaDeviceReset in one pod" -n 2 --gpus "$G" -- "$T/gpu_reset" --at middle --one 1 --kinds DD,VV \
   --sizes 0,1,4097,1M+1,9M+7 > /dev/null
+# The same two through a statically linked runtime (cgdr finds the reset afterwards).
+run "pods, static runtime's cudaDeviceReset at middle" -n 2 --gpus "$G" -- "$T/gpu_reset_static" --at middle \
+  --kinds DD,DH,VV --sizes 0,1,4097,1M+1,9M+7 > /dev/null
+run "pods, static runtime's cudaDeviceReset in one pod" -n 2 --gpus "$G" -- "$T/gpu_reset_static" --at middle \
+  --one 1 --kinds DD,VV --sizes 0,1,4097,1M+1,9M+7 > /dev/null
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
 out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "$G" -- \
