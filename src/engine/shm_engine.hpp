@@ -130,7 +130,8 @@ class ShmEngine {
   void watchCopies(ShmRecv* r);
   void unwatchCopies(ShmRecv* r);
   // The GPU paths: nullptr in a build without CUDA paths, and after the program reset a GPU (what
-  // they hold went with the context, mem::gpuResetSeen): from then on this rank takes no GPU part
+  // they hold went with the context, mem::gpuResetSeen; a reset cgdr did not interpose counts once
+  // mem::gpuStateLost found it, asked where GPU data meets this rank): from then on it takes no GPU part
   // in any message - its host buffers against a peer's GPU buffers stream through the host chunks,
   // with the peer doing the GPU copies.
   GpuPaths* gpu() { return gpu_ && !mem::gpuResetSeen() ? gpu_.get() : nullptr; }

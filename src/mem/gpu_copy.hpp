@@ -182,8 +182,8 @@ std::size_t peerLanesMin();
 bool streamBusy(int device, CopyDir dir);
 
 // Waits until every copy cgdr has put on its streams so far has finished (before memory such
-// copies may read goes away). After the program's cudaDeviceReset (gpuResetSeen) there is none:
-// the streams went with the context, and asking about them would crash.
+// copies may read goes away). After a reset of the GPU by the program (gpuStateLost: interposed or
+// found afterwards) there is none: the streams went with the context, and asking about them would crash.
 void quiesceCopies();
 
 // Synchronous copy (both directions) used by blocking paths.
