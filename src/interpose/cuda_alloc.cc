@@ -3,9 +3,9 @@
 // in another PID namespace maps the user's buffer itself (one copy, not two through staging).
 // cudaFree and cudaDeviceSynchronize, which wait for the whole GPU, first ask cgdr's resident copy
 // kernels to leave (mem::residentLeave): they would otherwise stay for their idle time (20 us).
-// cudaDeviceReset also waits for them to leave, drops what they used (mem::residentForget), and
-// then ends cgdr's use of GPU memory (mem::noteGpuReset): the reset destroys the context whose
-// streams, page-locked chunks and peer mappings cgdr holds.
+// cudaDeviceReset also waits for them to leave, then ends cgdr's use of GPU memory and drops what
+// the kernels used (mem::noteGpuReset): the reset destroys the context whose streams, page-locked
+// chunks and peer mappings cgdr holds.
 // cudaMallocAsync/cudaFreeAsync (and their _ptsz forms, per-thread default stream) on the device's
 // default pool likewise while mem::exportableAsyncActive() (CGDR_CUDA_MALLOC_ASYNC), in stream
 // order: a range freed on a stream is handed out again at once to an allocation on that stream
@@ -316,9 +316,7 @@ cudaError_t synchronize(Runtime& r) {
 cudaError_t reset(Runtime& r) {
   cgdr::mem::residentLeave();
   (void)r.synchronize();  // the kernel gone before its context (an error here is the reset's to report)
-  cgdr::mem::residentForget();
-  bool before = cgdr::mem::gpuResetSeen();
-  if (cgdr::mem::noteGpuReset() && !before)
+  if (cgdr::mem::noteGpuReset())  // (also forgets the resident kernels' mailboxes)
     CGDR_LOG(kInfo, kMem, "cudaDeviceReset: cgdr moves no GPU buffer from here on (its GPU state goes with the reset)");
   return r.reset();
 }

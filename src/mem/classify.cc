@@ -106,6 +106,20 @@ void rememberContext() {
   }
 }
 
+// How the reset that ended cgdr's GPU state was made, for the refusals that follow.
+std::atomic<const char*> gResetHow{"cudaDeviceReset"};
+
+// The one place cgdr's GPU state is marked gone, however the reset was found: from here on no GPU
+// buffer of this process is moved (gpuResetSeen), and the resident kernels' mailboxes, which went
+// with the context, are no longer touched. True for the call that marked it.
+bool markGpuStateGone(const char* how) {
+  if (gGpuReset.load(std::memory_order_acquire)) return false;
+  gResetHow.store(how, std::memory_order_relaxed);
+  if (gGpuReset.exchange(true, std::memory_order_acq_rel)) return false;
+  residentForget();
+  return true;
+}
+
 }  // namespace
 
 void noteGpuState() {
@@ -121,20 +135,15 @@ bool gpuStateLost() {
     std::uint64_t id = 0;
     if (!handle || (base::cuda::contextId(handle, &id) && id == gMadeIn[d].id.load(std::memory_order_relaxed)))
       continue;
-    if (!gGpuReset.exchange(true, std::memory_order_acq_rel)) {
-      residentForget();  // (the kernels went with the context, their mailboxes with it)
+    if (markGpuStateGone("cudaDeviceReset or cuDevicePrimaryCtxReset"))
       CGDR_LOG(kWarn, kMem, "the context of GPU %d that cgdr made its GPU state in was reset behind it (a "
                "statically linked CUDA runtime's cudaDeviceReset, or cuDevicePrimaryCtxReset): from here on cgdr "
                "moves no GPU buffer of this process", d);
-    }
     return true;
   }
   return false;
 }
-bool noteGpuReset() {
-  if (gGpuState.load(std::memory_order_acquire)) gGpuReset.store(true, std::memory_order_release);
-  return gpuResetSeen();
-}
+bool noteGpuReset() { return gGpuState.load(std::memory_order_acquire) && markGpuStateGone("cudaDeviceReset"); }
 bool gpuResetSeen() { return gGpuReset.load(std::memory_order_acquire); }
 
 bool cpuReadable(const void* p, std::size_t n) {
@@ -166,10 +175,10 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
     if (device || a.type == base::cuda::PointerAttrs::Type::kManaged) {
       if (gpuStateLost())
         return refuse(base::Errc::kGpuReset,
-                      "buffer %p (%zu bytes) is %s memory of GPU %d, after the program's cudaDeviceReset: cgdr's GPU "
+                      "buffer %p (%zu bytes) is %s memory of GPU %d, after the program's %s: cgdr's GPU "
                       "state went with the reset, so it moves no GPU buffer any more (reset a GPU only after the last "
                       "MPI call that uses GPU memory)",
-                      p, n, device ? "device" : "managed", a.device);
+                      p, n, device ? "device" : "managed", a.device, gResetHow.load(std::memory_order_relaxed));
       // A count past the buffer's end would make a copy engine fault (the context is lost) or
       // read and write a neighbour's memory, and a buffer cudaFree gave back to cgdr's exportable
       // heap is still mapped: both refused before anything moves.

@@ -18,8 +18,8 @@ base::Result<MemInfo> classify(const void* p, std::size_t n);
 // events, page-locked chunks, mappings of peers' memory and of its heap, the resident kernel's
 // mailbox - which no later message may use. If cgdr had made any (noteGpuState, called where each
 // is made), classify refuses every GPU buffer of this process from then on (kGpuReset) instead of
-// moving it through that state (which crashed or corrupted data); noteGpuReset says whether it
-// did. A reset before cgdr made anything (a program resetting its GPU at start-up) changes
+// moving it through that state (which crashed or corrupted data), and the resident kernels'
+// mailboxes are forgotten; noteGpuReset says whether this call did that. A reset before cgdr made anything (a program resetting its GPU at start-up) changes
 // nothing, and one just before MPI_Finalize - as CUDA's samples do - leaves nothing to refuse.
 // (Process-wide: a reset of one GPU ends cgdr's use of all of them. This process's host buffers
 // still exchange with a peer's GPU buffers: the engine then leaves the GPU copies to the peer.)
@@ -30,8 +30,8 @@ bool gpuResetSeen();
 // runtime (nvcc's default), the driver's cuDevicePrimaryCtxReset - found afterwards: noteGpuState
 // also takes the ID of the context it was called in (per device, the first), and a context whose
 // ID changed or that is gone is one that was reset (a cuCtxGetId per such device, ~19 ns on the
-// H200). True once any reset was seen; the first time, as after an interposed reset, the resident
-// kernels' memory is forgotten and gpuResetSeen() holds from then on. Asked where a GPU buffer is
+// H200). True once any reset was seen; the first time it marks the state gone as noteGpuReset does
+// (gpuResetSeen() holds from then on) and logs it. Asked where a GPU buffer is
 // classified, where a message from a peer's GPU buffer arrives, and where cgdr would next touch
 // its GPU state at all (the resident kernels' mailboxes, draining its streams at the end).
 bool gpuStateLost();

@@ -165,12 +165,14 @@ std::string state(Switch& w) {
 
 }  // namespace
 
-// After a cudaDeviceReset the heap serves no call, and no range counts as its own (its state went
-// with the context): the program's runtime answers them.
-bool exportableMallocActive() { return active(gMallocSwitch) && !gpuResetSeen(); }
+// After a reset of the GPU the heap serves no call, and no range counts as its own (its chunks went
+// with the context): the program's runtime answers them. (gpuStateLost, not gpuResetSeen: a reset the
+// program made through the driver, cuDevicePrimaryCtxReset, reaches cgdr at no interposed call, and
+// the heap would hand out freed chunks until a GPU message found it.)
+bool exportableMallocActive() { return active(gMallocSwitch) && !gpuStateLost(); }
 void activateExportableMalloc(const char* why) { activate(gMallocSwitch, why); }
 std::string exportableMallocState() { return state(gMallocSwitch); }
-bool exportableAsyncActive() { return active(gAsyncSwitch) && !gpuResetSeen(); }
+bool exportableAsyncActive() { return active(gAsyncSwitch) && !gpuStateLost(); }
 void activateExportableAsync(const char* why) { activate(gAsyncSwitch, why); }
 std::string exportableAsyncState() { return state(gAsyncSwitch); }
 
@@ -199,7 +201,7 @@ void* heapAllocate(std::size_t n, int device, bool async, bool mayGrow) {
 }
 
 int heapRangeOf(const void* p, std::size_t* size) {
-  if (gpuResetSeen()) return -1;
+  if (gpuStateLost()) return -1;
   Heap& h = heap();
   std::lock_guard lock(h.mutex);
   return h.ranges.rangeOf(reinterpret_cast<std::uint64_t>(p), size);

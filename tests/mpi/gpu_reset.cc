@@ -1,6 +1,8 @@
 // cudaDeviceReset by the program (gpu_reset: through the shared runtime, where cgdr interposes it;
-// gpu_reset_static: through a statically linked one, where cgdr finds the reset afterwards), at
-// one of three points (--at):
+// gpu_reset_static: through a statically linked one, where cgdr finds the reset afterwards; with
+// --how driver, gpu_reset resets through the driver, cuDevicePrimaryCtxReset, which cgdr also finds
+// only afterwards, while it still serves the program's cudaMalloc from its heap), at one of three
+// points (--at):
 //   start:  before any GPU message, when cgdr has made nothing on the GPU yet: every message after
 //           it arrives whole, as without the reset;
 //   end:    after GPU messages, right before MPI_Finalize (as CUDA's samples end): a clean exit;
@@ -21,6 +23,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,8 @@ int main(int argc, char** argv) {
   const auto sizes = t::sizes(argc, argv);
   const int me = t::rank(), peer = me ^ 1;
   const bool one = t::arg(argc, argv, "--one", "0") == "1";
+  const std::string how = t::arg(argc, argv, "--how", "runtime");
+  T_CHECK(how == "runtime" || how == "driver", "--how %s: runtime or driver", how.c_str());
   int msg = 0;
   // Every size both ways at once (sendrecv), from a buffer of kind sk into one of kind rk.
   auto exchange = [&](t::Kind sk, t::Kind rk, const char* phase) {
@@ -56,7 +61,18 @@ int main(int argc, char** argv) {
     if (!one || me == 0) {
       int dev = 0;
       cudaGetDevice(&dev);
-      T_CHECK(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset");
+      if (how == "runtime") {
+        T_CHECK(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset");
+      } else {
+        using PrimaryCtxReset = int (*)(int);  // CUresult cuDevicePrimaryCtxReset(CUdevice)
+        PrimaryCtxReset primaryCtxReset = nullptr;
+        cudaDriverEntryPointQueryResult q{};
+        T_CHECK(cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxReset", reinterpret_cast<void**>(&primaryCtxReset),
+                                                 12000, cudaEnableDefault, &q) == cudaSuccess &&
+                    q == cudaDriverEntryPointSuccess && primaryCtxReset,
+                "cuDevicePrimaryCtxReset from the driver");
+        if (primaryCtxReset) T_CHECK(primaryCtxReset(dev) == 0, "cuDevicePrimaryCtxReset(%d)", dev);
+      }
       T_CHECK(cudaSetDevice(dev) == cudaSuccess, "cudaSetDevice(%d) after the reset", dev);
     }
 #endif
@@ -99,7 +115,23 @@ int main(int argc, char** argv) {
     if (at == "start") reset();
     for (auto [sk, rk] : pairs) exchange(sk, rk, at == "start" ? "after the reset" : "before the reset");
     if (at == "middle") {
+      // GPU buffers held across the reset and freed right after it, before anything else asks cgdr
+      // about the GPU (a reset cgdr finds only afterwards is not known yet): cudaFree and
+      // cudaFreeAsync of memory the reset took may fail, but must not crash (cgdr's exportable
+      // heap, which served them where a peer maps cuMem memory, must not release them into its
+      // state of the old context). A buffer allocated next must be usable.
+      std::vector<std::unique_ptr<t::Buf>> held;
+      for (t::Kind k : {t::Kind::D, t::Kind::A}) held.push_back(std::make_unique<t::Buf>(k, 4097));
       reset();
+      held.clear();
+#if CGDR_HAVE_CUDA
+      (void)cudaGetLastError();
+#endif
+      {
+        t::Buf fresh(t::Kind::D, 4097);
+        fresh.fill(t::seedOf(me, 99));
+        fresh.expect(t::seedOf(me, 99), 4097, "a cudaMalloc buffer written and read back after the reset");
+      }
       // The peer's host receives are posted first: a send wrongly let through lands there (and
       // fails the check) instead of hanging.
       const std::size_t n = 4097;

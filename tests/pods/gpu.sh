@@ -235,6 +235,13 @@ run "pods, static runtime's cudaDeviceReset at middle" -n 2 --gpus "$G" -- "$T/g
   --kinds DD,DH,VV --sizes 0,1,4097,1M+1,9M+7 > /dev/null
 run "pods, static runtime's cudaDeviceReset in one pod" -n 2 --gpus "$G" -- "$T/gpu_reset_static" --at middle \
   --one 1 --kinds DD,VV --sizes 0,1,4097,1M+1,9M+7 > /dev/null
+# And through the driver (cuDevicePrimaryCtxReset) in a program on the shared runtime: found
+# afterwards too, while the exportable heap still served its cudaMalloc (the freed chunks must not
+# be handed out again).
+run "pods, cuDevicePrimaryCtxReset at middle" -n 2 --gpus "$G" -- "$T/gpu_reset" --how driver --at middle \
+  --kinds DD,DH,VV --sizes 0,1,4097,1M+1,9M+7 > /dev/null
+run "pods, cuDevicePrimaryCtxReset in one pod" -n 2 --gpus "$G" -- "$T/gpu_reset" --how driver --at middle \
+  --one 1 --kinds DD,VV --sizes 0,1,4097,1M+1,9M+7 > /dev/null
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
 out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "$G" -- \
