@@ -123,6 +123,17 @@ static void BM_ClassifyDevicePieces(benchmark::State& state) {
 }
 BENCHMARK(BM_ClassifyDevicePieces)->Arg(1)->Arg(3)->Arg(13);
 
+// BM_ClassifyDevice once cgdr made GPU state in the context (mem::noteGpuState, as where it makes
+// a stream, an event, a mapping; the heap's chunks below do too): each classify of a GPU buffer then
+// also asks the driver for that context's ID (mem::gpuStateLost: a reset cgdr did not interpose).
+// What that costs each GPU message: this minus BM_ClassifyDevice. Registered after every benchmark
+// that must not pay it (the state stays noted).
+static void BM_ClassifyDeviceStateNoted(benchmark::State& state) {
+  mem::noteGpuState();
+  gpuLoop(state, false);
+}
+BENCHMARK(BM_ClassifyDeviceStateNoted);
+
 // A cudaMalloc buffer served by the exportable heap (what containers get): classify answers it
 // from the heap's live ranges (1000 of them here) and the driver's view of its chunk, taken when
 // the chunk was made, without asking the driver. Run after the others: once the heap holds a
