@@ -135,10 +135,10 @@ bool gpuStateLost() {
     std::uint64_t id = 0;
     if (!handle || (base::cuda::contextId(handle, &id) && id == gMadeIn[d].id.load(std::memory_order_relaxed)))
       continue;
-    if (markGpuStateGone("cudaDeviceReset or cuDevicePrimaryCtxReset"))
-      CGDR_LOG(kWarn, kMem, "the context of GPU %d that cgdr made its GPU state in was reset behind it (a "
-               "statically linked CUDA runtime's cudaDeviceReset, or cuDevicePrimaryCtxReset): from here on cgdr "
-               "moves no GPU buffer of this process", d);
+    if (markGpuStateGone("cudaDeviceReset, cuDevicePrimaryCtxReset or cuCtxDestroy"))
+      CGDR_LOG(kWarn, kMem, "the context of GPU %d that cgdr made its GPU state in was reset or destroyed behind it "
+               "(a statically linked CUDA runtime's cudaDeviceReset, cuDevicePrimaryCtxReset, cuCtxDestroy): from here "
+               "on cgdr moves no GPU buffer of this process", d);
     return true;
   }
   return false;

@@ -19,21 +19,25 @@ base::Result<MemInfo> classify(const void* p, std::size_t n);
 // mailbox - which no later message may use. If cgdr had made any (noteGpuState, called where each
 // is made), classify refuses every GPU buffer of this process from then on (kGpuReset) instead of
 // moving it through that state (which crashed or corrupted data), and the resident kernels'
-// mailboxes are forgotten; noteGpuReset says whether this call did that. A reset before cgdr made anything (a program resetting its GPU at start-up) changes
-// nothing, and one just before MPI_Finalize - as CUDA's samples do - leaves nothing to refuse.
+// mailboxes are forgotten; noteGpuReset says whether this call did that. A reset before cgdr made
+// anything (a program resetting its GPU at start-up) changes nothing, and one just before
+// MPI_Finalize - as CUDA's samples do - leaves nothing to refuse.
 // (Process-wide: a reset of one GPU ends cgdr's use of all of them. This process's host buffers
 // still exchange with a peer's GPU buffers: the engine then leaves the GPU copies to the peer.)
 void noteGpuState();
 bool noteGpuReset();
 bool gpuResetSeen();
 // The same for a reset cgdr does not interpose - the cudaDeviceReset of a statically linked CUDA
-// runtime (nvcc's default), the driver's cuDevicePrimaryCtxReset - found afterwards: noteGpuState
-// also takes the ID of the context it was called in (per device, the first), and a context whose
-// ID changed or that is gone is one that was reset (a cuCtxGetId per such device, ~19 ns on the
-// H200). True once any reset was seen; the first time it marks the state gone as noteGpuReset does
-// (gpuResetSeen() holds from then on) and logs it. Asked where a GPU buffer is
-// classified, where a message from a peer's GPU buffer arrives, and where cgdr would next touch
-// its GPU state at all (the resident kernels' mailboxes, draining its streams at the end).
+// runtime (nvcc's default), the driver's cuDevicePrimaryCtxReset, cuCtxDestroy of a context of the
+// program's own that held cgdr's GPU state - found afterwards: noteGpuState also takes the ID of the
+// context it was called in (per device, the first), and a context whose ID changed or that is gone
+// is one that was reset (a cuCtxGetId per such device, ~19 ns on the H200; on a destroyed context it
+// answers CONTEXT_IS_DESTROYED, or a new context's ID where the driver reused the handle: measured).
+// (A second context cgdr makes state in on the same device is not watched.) True once any reset
+// was seen; the first time it marks the state gone as noteGpuReset does (gpuResetSeen() holds from
+// then on) and logs it. Asked where a GPU buffer is classified, where a message from a peer's GPU
+// buffer arrives, where cgdr would next touch its GPU state at all (the resident kernels' mailboxes,
+// draining its streams at the end) and by the exportable heap.
 bool gpuStateLost();
 
 // True if the bytes [p, p+n) can be read by the CPU (checks the first and the last byte).

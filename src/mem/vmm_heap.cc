@@ -165,10 +165,12 @@ std::string state(Switch& w) {
 
 }  // namespace
 
-// After a reset of the GPU the heap serves no call, and no range counts as its own (its chunks went
-// with the context): the program's runtime answers them. (gpuStateLost, not gpuResetSeen: a reset the
-// program made through the driver, cuDevicePrimaryCtxReset, reaches cgdr at no interposed call, and
-// the heap would hand out freed chunks until a GPU message found it.)
+// After a reset of the GPU the heap serves no call, and no range counts as its own (its state - the
+// events its deferred frees wait on, the streams they were recorded on - went with the context): the
+// program's runtime answers them. (gpuStateLost, not gpuResetSeen: a reset the program made through
+// the driver, cuDevicePrimaryCtxReset, reaches cgdr at no interposed call, and the heap would go on
+// in its old state until a GPU message found the reset. On the H200 its chunks themselves outlived
+// such a reset: gpu.reset_driver_middle passed without this too.)
 bool exportableMallocActive() { return active(gMallocSwitch) && !gpuStateLost(); }
 void activateExportableMalloc(const char* why) { activate(gMallocSwitch, why); }
 std::string exportableMallocState() { return state(gMallocSwitch); }

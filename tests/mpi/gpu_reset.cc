@@ -1,8 +1,9 @@
 // cudaDeviceReset by the program (gpu_reset: through the shared runtime, where cgdr interposes it;
 // gpu_reset_static: through a statically linked one, where cgdr finds the reset afterwards; with
 // --how driver, gpu_reset resets through the driver, cuDevicePrimaryCtxReset, which cgdr also finds
-// only afterwards, while it still serves the program's cudaMalloc from its heap), at one of three
-// points (--at):
+// only afterwards, while it still serves the program's cudaMalloc from its heap; with --how destroy,
+// the GPU work runs in a context of the program's own, cuCtxCreate'd before its first GPU buffer,
+// and cuCtxDestroy takes the reset's place), at one of three points (--at):
 //   start:  before any GPU message, when cgdr has made nothing on the GPU yet: every message after
 //           it arrives whole, as without the reset;
 //   end:    after GPU messages, right before MPI_Finalize (as CUDA's samples end): a clean exit;
@@ -41,7 +42,31 @@ int main(int argc, char** argv) {
   const int me = t::rank(), peer = me ^ 1;
   const bool one = t::arg(argc, argv, "--one", "0") == "1";
   const std::string how = t::arg(argc, argv, "--how", "runtime");
-  T_CHECK(how == "runtime" || how == "driver", "--how %s: runtime or driver", how.c_str());
+  T_CHECK(how == "runtime" || how == "driver" || how == "destroy", "--how %s: runtime, driver or destroy",
+          how.c_str());
+  const bool resets = !one || me == 0;
+#if CGDR_HAVE_CUDA
+  auto driver = [](const char* name, unsigned version) {  // a driver entry point of that CUDA version's form
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    T_CHECK(cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q) == cudaSuccess &&
+                q == cudaDriverEntryPointSuccess && fn,
+            "%s from the driver", name);
+    return fn;
+  };
+  // --how destroy: the program's own context (cuCtxCreate), current on this thread from before its
+  // first GPU buffer until the "reset" destroys it (cuCtxDestroy; the runtime's primary context
+  // serves the thread from then on).
+  void* own = nullptr;
+  if (how == "destroy" && resets) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    // (CUresult cuCtxCreate_v4(CUcontext*, CUctxCreateParams*, unsigned flags, CUdevice), CUDA 12.5)
+    auto create = reinterpret_cast<int (*)(void**, void*, unsigned, int)>(driver("cuCtxCreate", 12050));
+    int rc = create ? create(&own, nullptr, 0, dev) : -1;
+    T_CHECK(rc == 0 && own, "cuCtxCreate on GPU %d: %d", dev, rc);
+  }
+#endif
   int msg = 0;
   // Every size both ways at once (sendrecv), from a buffer of kind sk into one of kind rk.
   auto exchange = [&](t::Kind sk, t::Kind rk, const char* phase) {
@@ -58,20 +83,18 @@ int main(int argc, char** argv) {
   };
   auto reset = [&] {
 #if CGDR_HAVE_CUDA
-    if (!one || me == 0) {
+    if (resets) {
       int dev = 0;
       cudaGetDevice(&dev);
       if (how == "runtime") {
         T_CHECK(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset");
-      } else {
-        using PrimaryCtxReset = int (*)(int);  // CUresult cuDevicePrimaryCtxReset(CUdevice)
-        PrimaryCtxReset primaryCtxReset = nullptr;
-        cudaDriverEntryPointQueryResult q{};
-        T_CHECK(cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxReset", reinterpret_cast<void**>(&primaryCtxReset),
-                                                 12000, cudaEnableDefault, &q) == cudaSuccess &&
-                    q == cudaDriverEntryPointSuccess && primaryCtxReset,
-                "cuDevicePrimaryCtxReset from the driver");
+      } else if (how == "driver") {
+        auto primaryCtxReset = reinterpret_cast<int (*)(int)>(driver("cuDevicePrimaryCtxReset", 12000));
         if (primaryCtxReset) T_CHECK(primaryCtxReset(dev) == 0, "cuDevicePrimaryCtxReset(%d)", dev);
+      } else {
+        auto destroy = reinterpret_cast<int (*)(void*)>(driver("cuCtxDestroy", 12000));
+        if (destroy && own) T_CHECK(destroy(own) == 0, "cuCtxDestroy of the program's context");
+        own = nullptr;
       }
       T_CHECK(cudaSetDevice(dev) == cudaSuccess, "cudaSetDevice(%d) after the reset", dev);
     }
@@ -137,7 +160,7 @@ int main(int argc, char** argv) {
       const std::size_t n = 4097;
       // (With --one 1 only rank 0 has GPU buffers refused, and only rank 1 drains the sends.)
       const std::vector<t::Kind> refused =
-          !one || me == 0 ? std::vector<t::Kind>{t::Kind::D, t::Kind::M} : std::vector<t::Kind>{};
+          resets ? std::vector<t::Kind>{t::Kind::D, t::Kind::M} : std::vector<t::Kind>{};
       t::RefusedSends drains(peer, !one || peer == 0 ? std::vector<int>{70, 71} : std::vector<int>{}, n);
       int tag = 70;
       // Each refused call names its cause once in cgdr's log (until the fifty-fifth session also
