@@ -37,8 +37,8 @@ done
 # history_size=7 (4M accesses a thread, the most; default 2, 128K): a thread polling in a progress
 # loop overwrote its history within the time between Open MPI's write of a receive buffer and the
 # test's read of it, and a report whose write stack "failed to restore" cannot be left to Open MPI
-# (seen in mpi.threads in the fifty-second and fifty-sixth sessions). Measured: its processes' peak
-# RSS 105 -> 177 MB (mpi.threads.np2.cgdr).
+# (seen in mpi.threads in the fifty-second and fifty-sixth sessions). Measured on
+# mpi.threads.np2.cgdr: the largest process's peak RSS 105 -> 177 MB (GNU time's %M).
 export TSAN_OPTIONS="halt_on_error=0 exitcode=0 report_signal_unsafe=0 history_size=7 log_path=$logs/r"
 rc=0
 (cd "$dir" && ctest -L "unit|mpi" --output-on-failure --timeout 900) || rc=1
