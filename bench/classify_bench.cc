@@ -8,6 +8,7 @@
 
 #include "base/cuda.hpp"
 #include "mem/classify.hpp"
+#include "mem/gpu_copy.hpp"
 #include "mem/vmm_heap.hpp"
 #include "user_side.hpp"
 
@@ -133,6 +134,52 @@ static void BM_ClassifyDeviceStateNoted(benchmark::State& state) {
   gpuLoop(state, false);
 }
 BENCHMARK(BM_ClassifyDeviceStateNoted);
+
+// mem::DeviceScope, taken around each of cgdr's GPU calls (a copy's issue, an IPC open): with
+// cgdr's context current (the state noted above), as in nearly every program; its form until the
+// fifty-seventh session asked cudaGetDevice instead (BM_CudaGetDevice). And where the program made
+// a context of its own current: cgdr's is pushed and popped around the call.
+// (cudaFree(nullptr) first: the runtime's context made, as in any process cgdr copies in.)
+static void BM_CudaGetDevice(benchmark::State& state) {
+  int d = 0;
+  cudaFree(nullptr);
+  for (auto _ : state) benchmark::DoNotOptimize(cudaGetDevice(&d));
+}
+static void BM_DeviceScope(benchmark::State& state) {
+  int d = 0;
+  if (base::cuda::usable() && cudaFree(nullptr) == cudaSuccess) mem::noteGpuState();
+  if (!base::cuda::usable() || cudaGetDevice(&d) != cudaSuccess || !mem::workContext(d)) {
+    state.SkipWithError("no GPU");
+    return;
+  }
+  for (auto _ : state) {
+    mem::DeviceScope scope(d);
+    benchmark::ClobberMemory();
+  }
+}
+static void BM_DeviceScopeOwnContext(benchmark::State& state) {
+  int d = 0;
+  using Create = int (*)(void**, void*, unsigned, int);  // cuCtxCreate_v4 (CUDA 12.5)
+  using Destroy = int (*)(void*);
+  auto create = reinterpret_cast<Create>(base::cuda::driverEntry("cuCtxCreate", 12050));
+  auto destroy = reinterpret_cast<Destroy>(base::cuda::driverEntry("cuCtxDestroy"));
+  void* own = nullptr;
+  if (base::cuda::usable() && cudaFree(nullptr) == cudaSuccess) mem::noteGpuState();
+  if (!base::cuda::usable() || cudaGetDevice(&d) != cudaSuccess || !mem::workContext(d) || !create || !destroy ||
+      create(&own, nullptr, 0, d) != 0) {
+    state.SkipWithError("no GPU, or no context of its own made");
+    return;
+  }
+  for (auto _ : state) {
+    mem::DeviceScope scope(d);
+    benchmark::ClobberMemory();
+  }
+  destroy(own);
+  cudaSetDevice(d);
+}
+BENCHMARK(BM_CudaGetDevice);
+BENCHMARK(BM_DeviceScope);
+BENCHMARK(BM_DeviceScopeOwnContext);
 
 // A cudaMalloc buffer served by the exportable heap (what containers get): classify answers it
 // from the heap's live ranges (1000 of them here) and the driver's view of its chunk, taken when

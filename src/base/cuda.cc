@@ -244,13 +244,19 @@ struct IdApi {
   CUresult (*getCurrent)(CUcontext*);
   CUresult (*getDevice)(CUdevice*);
   CUresult (*getId)(CUcontext, unsigned long long*);
+  CUresult (*push)(CUcontext);
+  CUresult (*pop)(CUcontext*);
+  CUresult (*setCurrent)(CUcontext);
 };
 
 const IdApi* idApi() {
   static const IdApi f = {reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxGetCurrent")),
                           reinterpret_cast<CUresult (*)(CUdevice*)>(driverEntry("cuCtxGetDevice")),
-                          reinterpret_cast<CUresult (*)(CUcontext, unsigned long long*)>(driverEntry("cuCtxGetId"))};
-  return usable() && f.getCurrent && f.getDevice && f.getId ? &f : nullptr;
+                          reinterpret_cast<CUresult (*)(CUcontext, unsigned long long*)>(driverEntry("cuCtxGetId")),
+                          reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxPushCurrent")),
+                          reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxPopCurrent")),
+                          reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxSetCurrent"))};
+  return usable() && f.getCurrent && f.getDevice && f.getId && f.push && f.pop && f.setCurrent ? &f : nullptr;
 }
 
 }  // namespace
@@ -287,6 +293,46 @@ bool contextId(std::uintptr_t handle, std::uint64_t* id) {
 #else
   (void)handle;
   (void)id;
+  return false;
+#endif
+}
+
+bool currentHandle(std::uintptr_t* handle) {
+#if CGDR_HAVE_CUDA
+  const IdApi* f = idApi();
+  CUcontext ctx = nullptr;
+  if (!f || f->getCurrent(&ctx) != CUDA_SUCCESS) return false;
+  *handle = reinterpret_cast<std::uintptr_t>(ctx);
+  return true;
+#else
+  (void)handle;
+  return false;
+#endif
+}
+
+bool pushContext(std::uintptr_t handle) {
+#if CGDR_HAVE_CUDA
+  const IdApi* f = idApi();
+  return f && f->push(reinterpret_cast<CUcontext>(handle)) == CUDA_SUCCESS;
+#else
+  (void)handle;
+  return false;
+#endif
+}
+
+void popContext() {
+#if CGDR_HAVE_CUDA
+  CUcontext popped = nullptr;
+  if (const IdApi* f = idApi()) f->pop(&popped);
+#endif
+}
+
+bool setCurrentContext(std::uintptr_t handle) {
+#if CGDR_HAVE_CUDA
+  const IdApi* f = idApi();
+  return f && f->setCurrent(reinterpret_cast<CUcontext>(handle)) == CUDA_SUCCESS;
+#else
+  (void)handle;
   return false;
 #endif
 }

@@ -55,6 +55,15 @@ bool currentContext(std::uintptr_t* handle, std::uint64_t* id, int* device);
 // driver cannot say. ~19 ns on the H200.
 bool contextId(std::uintptr_t handle, std::uint64_t* id);
 
+// The handle of the context current in this thread (0: none; cuCtxGetCurrent only, a read of the
+// driver's thread-local state); false where the driver cannot say.
+bool currentHandle(std::uintptr_t* handle);
+// cuCtxPushCurrent of `handle` / cuCtxPopCurrent (the caller's context current again) and
+// cuCtxSetCurrent; false where the driver refused.
+bool pushContext(std::uintptr_t handle);
+void popContext();
+bool setCurrentContext(std::uintptr_t handle);
+
 // Looks up a driver entry point by name (e.g. "cuMemCreate"); nullptr when absent.
 void* driverEntry(const char* name, int cudaVersion = 12000);
 

@@ -107,6 +107,7 @@ void GpuPaths::activateHeapIfNeeded() {
 }
 
 GpuPaths::~GpuPaths() {
+  mem::DeviceScope scope(home_.load(std::memory_order_relaxed));  // (where the registrations and mappings are)
 #if CGDR_HAVE_CUDA
   for (auto& [p, mapped] : pinned_) cudaHostUnregister(p);
   (void)cudaGetLastError();
@@ -405,6 +406,7 @@ void* GpuPaths::pin(void* p, std::size_t n) {
   std::lock_guard lock(mutex_);
   auto [it, fresh] = pinned_.try_emplace(p, nullptr);
   if (!fresh) return it->second;
+  mem::DeviceScope scope(homeDevice());  // (a registration goes with the context it was made in)
   if (cudaHostRegister(p, n, cudaHostRegisterPortable | cudaHostRegisterMapped) != cudaSuccess) {
     (void)cudaGetLastError();  // already registered by someone, or not allowed: copies still work
     CGDR_LOG(kDebug, kCuda, "cudaHostRegister of %zu bytes of shared memory failed", n);

@@ -143,6 +143,9 @@ bool gpuStateLost() {
   }
   return false;
 }
+std::uintptr_t workContext(int device) {
+  return device >= 0 && device < kMadeInDevices ? gMadeIn[device].handle.load(std::memory_order_acquire) : 0;
+}
 bool noteGpuReset() { return gGpuState.load(std::memory_order_acquire) && markGpuStateGone("cudaDeviceReset"); }
 bool gpuResetSeen() { return gGpuReset.load(std::memory_order_acquire); }
 

@@ -1,6 +1,7 @@
 // Memory-type classification of the buffers handed to MPI.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "base/status.hpp"
 #include "mem/memtype.hpp"
@@ -33,12 +34,19 @@ bool gpuResetSeen();
 // context it was called in (per device, the first), and a context whose ID changed or that is gone
 // is one that was reset (a cuCtxGetId per such device, ~19 ns on the H200; on a destroyed context it
 // answers CONTEXT_IS_DESTROYED, or a new context's ID where the driver reused the handle: measured).
-// (A second context cgdr makes state in on the same device is not watched.) True once any reset
+// (One context per device is enough: cgdr makes all its state of a device in that one, workContext.)
+// True once any reset
 // was seen; the first time it marks the state gone as noteGpuReset does (gpuResetSeen() holds from
 // then on) and logs it. Asked where a GPU buffer is classified, where a message from a peer's GPU
 // buffer arrives, where cgdr would next touch its GPU state at all (the resident kernels' mailboxes,
 // draining its streams at the end) and by the exportable heap.
 bool gpuStateLost();
+// The context cgdr works in on `device` (its handle; 0 where cgdr made no GPU state there yet): the
+// one current when it first did. DeviceScope makes it current for each of cgdr's GPU calls, so that
+// a context of the program's own, current at the time, neither holds cgdr's streams, events,
+// page-locked memory or mappings (a cuCtxDestroy of it would take them) nor mixes its objects with
+// theirs (an event of one context cannot be recorded on another's stream).
+std::uintptr_t workContext(int device);
 
 // True if the bytes [p, p+n) can be read by the CPU (checks the first and the last byte).
 bool cpuReadable(const void* p, std::size_t n);

@@ -106,7 +106,7 @@ struct Streams {
   CopyGraphs graphs[kMaxDevices][kSlots];
   Order order[kMaxDevices][kSlots];
   std::atomic<unsigned> nextLane[kMaxDevices] = {};
-  std::vector<cudaEvent_t> events;
+  std::vector<cudaEvent_t> events[kMaxDevices];  // per device: an event is recorded on streams of its own context only
 };
 
 void raise(std::atomic<std::uint64_t>& a, std::uint64_t v) {
@@ -147,13 +147,15 @@ base::Result<cudaStream_t> streamFor(int device, int slot) {
   return s;
 }
 
-base::Result<cudaEvent_t> takeEvent() {
+// An event of `device` (made in cgdr's context of it: the caller holds a DeviceScope).
+base::Result<cudaEvent_t> takeEvent(int device) {
   Streams& st = streams();
   {
     std::lock_guard lock(st.mutex);
-    if (!st.events.empty()) {
-      cudaEvent_t e = st.events.back();
-      st.events.pop_back();
+    std::vector<cudaEvent_t>& pool = st.events[device];
+    if (!pool.empty()) {
+      cudaEvent_t e = pool.back();
+      pool.pop_back();
       return e;
     }
   }
@@ -164,25 +166,40 @@ base::Result<cudaEvent_t> takeEvent() {
   return ev;
 }
 
-void giveEvent(cudaEvent_t ev) {
+void giveEvent(int device, cudaEvent_t ev) {
   Streams& st = streams();
   std::lock_guard lock(st.mutex);
-  st.events.push_back(ev);
+  st.events[device].push_back(ev);
 }
 
 }  // namespace
 
 DeviceScope::DeviceScope(int device) {
-  if (device < 0 || cudaGetDevice(&saved_) != cudaSuccess) {
+  if (device < 0) return;
+  std::uintptr_t cur = 0;
+  bool known = base::cuda::currentHandle(&cur);
+  if (std::uintptr_t work = workContext(device)) {
+    // (A context cgdr's state went with is not made current again: gpuStateLost refuses what
+    // would use it, and its handle may be another context's by now.)
+    if (!known || cur == work || gpuStateLost()) return;
+    pushed_ = base::cuda::pushContext(work);
+    return;
+  }
+  if (cudaGetDevice(&saved_) != cudaSuccess || saved_ == device) {
     saved_ = -1;
     return;
   }
-  if (saved_ == device) saved_ = -1;
-  else cudaSetDevice(device);
+  savedCtx_ = known ? cur : 0;
+  cudaSetDevice(device);
 }
 
 DeviceScope::~DeviceScope() {
-  if (saved_ >= 0) cudaSetDevice(saved_);
+  if (pushed_) {
+    base::cuda::popContext();
+  } else if (saved_ >= 0) {
+    // the caller's own context where one was current (cudaSetDevice would make the runtime's current)
+    if (!savedCtx_ || !base::cuda::setCurrentContext(savedCtx_)) cudaSetDevice(saved_);
+  }
 }
 
 GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
@@ -205,16 +222,17 @@ GpuCopy& GpuCopy::operator=(GpuCopy&& o) noexcept {
 void GpuCopy::release() {
   auto ev = static_cast<cudaEvent_t>(event_);
   event_ = nullptr;
+  const int device = stream_ >= 0 ? stream_ / kSlots : 0;  // (set with the event)
   if (int* n = sharers_) {
     sharers_ = nullptr;
     Streams& st = streams();
     std::lock_guard lock(st.mutex);
     if (--*n > 0) return;  // another copy of the window still holds the event
     delete n;
-    st.events.push_back(ev);
+    st.events[device].push_back(ev);
     return;
   }
-  giveEvent(ev);
+  giveEvent(device, ev);
 }
 
 int peerLanes() { return lanes(); }
@@ -251,7 +269,7 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
   DeviceScope scope(device);
   auto s = streamFor(device, static_cast<int>(CopyDir::kPeer));
   if (!s.isOk()) return s.status();
-  auto ev = takeEvent();
+  auto ev = takeEvent(device);
   if (!ev.isOk()) return ev.status();
   GatherArgs a;
   a.count = static_cast<std::uint32_t>(count);
@@ -262,13 +280,13 @@ base::Status GpuCopy::startMany(const Many* items, GpuCopy* const* copies, int c
   std::lock_guard issuing(order.issue);
   auto e = static_cast<cudaError_t>(launchGather(a, s.value()));
   if (e != cudaSuccess) {  // not logged as an error: the caller starts the copies one by one, which
-    giveEvent(ev.value());  // report a real CUDA failure themselves (launchGather logs an unusable kernel)
+    giveEvent(device, ev.value());  // report a real CUDA failure themselves (launchGather logs an unusable kernel)
     (void)cudaGetLastError();
     return base::Status(base::Errc::kCuda, std::string("copy kernel: ") + cudaGetErrorString(e));
   }
   e = cudaEventRecord(ev.value(), s.value());
   if (e != cudaSuccess) {  // the kernel runs: wait for it here rather than have the copies issued again
-    giveEvent(ev.value());
+    giveEvent(device, ev.value());
     (void)cudaFail("cudaEventRecord", e);
     e = cudaStreamSynchronize(s.value());
     if (e != cudaSuccess) return cudaFail("copy kernel", e);
@@ -324,7 +342,7 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
                                      static_cast<unsigned>(lanes())));
   auto s = streamFor(device, slot);
   if (!s.isOk()) return s.status();
-  auto ev = takeEvent();
+  auto ev = takeEvent(device);
   if (!ev.isOk()) return ev.status();
   int mode = gGraph.get().index;
   bool viaGraph = (dir == CopyDir::kPeer || dir == CopyDir::kStage) && mode != kGraphOff &&
@@ -342,12 +360,12 @@ base::Status GpuCopy::start(void* dst, const void* src, std::size_t n, int devic
     gPlainCopies.fetch_add(1, std::memory_order_relaxed);
   }
   if (e != cudaSuccess) {
-    giveEvent(ev.value());
+    giveEvent(device, ev.value());
     return cudaFail(dir == CopyDir::kToHost ? "copy from GPU" : dir == CopyDir::kToDevice ? "copy to GPU" : "GPU to GPU copy", e);
   }
   e = cudaEventRecord(ev.value(), s.value());
   if (e != cudaSuccess) {
-    giveEvent(ev.value());
+    giveEvent(device, ev.value());
     return cudaFail("cudaEventRecord", e);
   }
   event_ = ev.value();

@@ -189,7 +189,11 @@ void quiesceCopies();
 // Synchronous copy (both directions) used by blocking paths.
 base::Status copySync(void* dst, const void* src, std::size_t n, int device, CopyDir dir);
 
-// Makes `device` current for the scope and restores the caller's device afterwards.
+// Makes cgdr's context of `device` current for the scope (workContext: the one it made its state
+// of the device in; before it made any, the context of the device current in this thread, else the
+// runtime's for the device) and the caller's context current again afterwards - also where the
+// program works in a context of its own (cuCtxCreate). Where cgdr's context is current already,
+// one cuCtxGetCurrent.
 class DeviceScope {
  public:
   explicit DeviceScope(int device);
@@ -198,7 +202,9 @@ class DeviceScope {
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
-  int saved_ = -1;
+  int saved_ = -1;               // the caller's device, where the runtime's context of `device` was made current
+  std::uintptr_t savedCtx_ = 0;  // ... and the caller's context then (0: none was current)
+  bool pushed_ = false;          // cgdr's context pushed: popped at the end
 };
 
 }  // namespace cgdr::mem

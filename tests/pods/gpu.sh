@@ -245,6 +245,10 @@ run "pods, cuDevicePrimaryCtxReset in one pod" -n 2 --gpus "$G" -- "$T/gpu_reset
 # A context of the program's own (cuCtxCreate) holding its GPU work, destroyed between messages.
 run "pods, cuCtxDestroy of the program's context at middle" -n 2 --gpus "$G" -- "$T/gpu_reset" --how destroy \
   --at middle --kinds DD,DH,VV --sizes 0,1,4097,1M+1,9M+7 > /dev/null
+# A context of the program's own beside the primary one: GPU messages in the primary context, then
+# in the program's (buffers allocated with it current), then after it was destroyed (gpu_contexts.cc).
+run "pods, the program's own context beside the primary one" -n 2 --gpus "$G" -- "$T/gpu_contexts" \
+  --kinds DD,DH,HD,VV,AA --sizes 0,1,4097,1M+1,9M+7 > /dev/null
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
 out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "$G" -- \
