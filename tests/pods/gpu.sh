@@ -249,6 +249,13 @@ run "pods, cuCtxDestroy of the program's context at middle" -n 2 --gpus "$G" -- 
 # in the program's (buffers allocated with it current), then after it was destroyed (gpu_contexts.cc).
 run "pods, the program's own context beside the primary one" -n 2 --gpus "$G" -- "$T/gpu_contexts" \
   --kinds DD,DH,HD,VV,AA --sizes 0,1,4097,1M+1,9M+7 > /dev/null
+# Pods that see both GPUs (in turned order), each rank's buffers on both in turn (gpu_devices.cc).
+if [ "$ngpu" -ge 2 ]; then
+  run "pods seeing both GPUs, buffers on each in turn" -n 2 --gpus "0,1;1,0" -- "$T/gpu_devices" \
+    --kinds DD,DH,HD,VV --sizes 0,1,4097,1M+1,9M+7 > /dev/null
+else
+  echo "note: one GPU: the pods step with buffers on two GPUs in turn skipped" >&2
+fi
 # Private IPC namespaces and /dev/shm: the cuMem link's sockets live in the shared directory.
 shared=$(mktemp -d /tmp/cgdr-gpu-pods.XXXXXX)
 out=$(run "pods, private IPC, shared dir" -n 2 --private-ipc --shared-dir "$shared" --gpus "$G" -- \

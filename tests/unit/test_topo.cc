@@ -201,8 +201,12 @@ TEST(Classify, RelationsAndSharedMemory) {
     EXPECT_EQ(p.seesPeer.yes, c.sees) << c.name << ": " << p.seesPeer.why;
     EXPECT_EQ(p.seenByPeer.yes, c.seen) << c.name << ": " << p.seenByPeer.why;
     std::string reasons = p.engine.why + "|" + p.shm.why;
-    if (*c.reason) EXPECT_NE(reasons.find(c.reason), std::string::npos) << c.name << ": " << reasons;
-    if (p.engine.yes) EXPECT_TRUE(p.engine.why.empty());
+    if (*c.reason) {
+      EXPECT_NE(reasons.find(c.reason), std::string::npos) << c.name << ": " << reasons;
+    }
+    if (p.engine.yes) {
+      EXPECT_TRUE(p.engine.why.empty());
+    }
   }
 }
 
