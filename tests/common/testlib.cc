@@ -266,6 +266,33 @@ bool isMpich() {
   return std::strstr(v, "MPICH") != nullptr;
 }
 
+void* driverEntry(const char* name, unsigned version) {
+  void* fn = nullptr;
+#if CGDR_HAVE_CUDA
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    fn = nullptr;
+#endif
+  T_CHECK(fn, "%s (CUDA %u form) from the driver", name, version);
+  return fn;
+}
+
+void exchangeSizes(Kind sk, Kind rk, const std::vector<std::size_t>& sizes, int peer, int* msg, const char* phase,
+                   const std::function<void(const std::string&)>& after) {
+  for (std::size_t n : sizes) {
+    Buf out(sk, n), in(rk, n);
+    const int m = ++*msg;
+    out.fill(seedOf(gRank, m));
+    in.poison();
+    T_MPI(MPI_Sendrecv(out.ptr(), static_cast<int>(n), MPI_BYTE, peer, m, in.ptr(), static_cast<int>(n), MPI_BYTE, peer,
+                       m, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    std::string what = std::string(name(sk)) + "->" + name(rk) + " " + std::to_string(n) + " B (" + phase + ")";
+    in.expect(seedOf(peer, m), n, what.c_str());
+    if (after) after(what);
+  }
+}
+
 int rank() { return gRank; }
 int size() { return gSize; }
 

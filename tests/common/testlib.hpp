@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,16 @@ class StderrCapture {
 };
 // The MPI library is MPICH (some checks avoid known MPICH 4.0 bugs, with a note).
 bool isMpich();
+
+// The driver's entry point `name` in the form of CUDA `version` (12050: cuCtxCreate_v4); a test
+// failure and nullptr where the driver has none (or the build has no CUDA).
+void* driverEntry(const char* name, unsigned version);
+// Every size both ways at once (MPI_Sendrecv with `peer`, message number and tag ++*msg), from a
+// buffer of kind sk into one of kind rk, both made for it with the context current then; every
+// byte checked. `after`, where given, runs after each call with what it moved ("D->H 4097 B
+// (phase)").
+void exchangeSizes(Kind sk, Kind rk, const std::vector<std::size_t>& sizes, int peer, int* msg, const char* phase,
+                   const std::function<void(const std::string&)>& after = nullptr);
 
 }  // namespace t
 

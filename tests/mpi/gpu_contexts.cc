@@ -30,14 +30,7 @@ int main(int argc, char** argv) {
   const int me = t::rank(), peer = me ^ 1;
   int msg = 0;
 #if CGDR_HAVE_CUDA
-  auto driver = [](const char* name, unsigned version) {  // a driver entry point of that CUDA version's form
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    T_CHECK(cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q) == cudaSuccess &&
-                q == cudaDriverEntryPointSuccess && fn,
-            "%s from the driver", name);
-    return fn;
-  };
+  const auto driver = t::driverEntry;
   // (CUresult cuCtxCreate_v4(CUcontext*, CUctxCreateParams*, unsigned flags, CUdevice), CUDA 12.5)
   auto create = reinterpret_cast<int (*)(void**, void*, unsigned, int)>(driver("cuCtxCreate", 12050));
   auto destroy = reinterpret_cast<int (*)(void*)>(driver("cuCtxDestroy", 12000));
@@ -51,22 +44,14 @@ int main(int argc, char** argv) {
   int dev = 0;
   cudaGetDevice(&dev);
   void* expected = nullptr;  // the context the program made current (set after the first phase's first call)
-  // Every size both ways at once (sendrecv), from a buffer of kind sk into one of kind rk, both
-  // allocated with the phase's context current.
+  // Every size both ways, buffers allocated with the phase's context current, which must still be
+  // current after each call.
   auto exchange = [&](t::Kind sk, t::Kind rk, const char* phase) {
-    for (std::size_t n : sizes) {
-      t::Buf out(sk, n), in(rk, n);
-      ++msg;
-      out.fill(t::seedOf(me, msg));
-      in.poison();
-      T_MPI(MPI_Sendrecv(out.ptr(), static_cast<int>(n), MPI_BYTE, peer, msg, in.ptr(), static_cast<int>(n), MPI_BYTE,
-                         peer, msg, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-      std::string what = std::string(t::name(sk)) + "->" + t::name(rk) + " " + std::to_string(n) + " B (" + phase + ")";
-      in.expect(t::seedOf(peer, msg), n, what.c_str());
+    t::exchangeSizes(sk, rk, sizes, peer, &msg, phase, [&](const std::string& what) {
       void* c = now();
       T_CHECK(c == expected, "%s: the current context is %p after MPI_Sendrecv, the program's is %p", what.c_str(), c,
               expected);
-    }
+    });
   };
   // A GPU buffer of the first phase, sent again in each (the receiver may keep the sender's buffer
   // opened from before, in the context that was current then), into a fresh one.

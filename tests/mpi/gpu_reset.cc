@@ -46,14 +46,7 @@ int main(int argc, char** argv) {
           how.c_str());
   const bool resets = !one || me == 0;
 #if CGDR_HAVE_CUDA
-  auto driver = [](const char* name, unsigned version) {  // a driver entry point of that CUDA version's form
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    T_CHECK(cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q) == cudaSuccess &&
-                q == cudaDriverEntryPointSuccess && fn,
-            "%s from the driver", name);
-    return fn;
-  };
+  const auto driver = t::driverEntry;
   // --how destroy: the program's own context (cuCtxCreate), current on this thread from before its
   // first GPU buffer until the "reset" destroys it (cuCtxDestroy; the runtime's primary context
   // serves the thread from then on).
@@ -68,18 +61,8 @@ int main(int argc, char** argv) {
   }
 #endif
   int msg = 0;
-  // Every size both ways at once (sendrecv), from a buffer of kind sk into one of kind rk.
   auto exchange = [&](t::Kind sk, t::Kind rk, const char* phase) {
-    for (std::size_t n : sizes) {
-      t::Buf out(sk, n), in(rk, n);
-      ++msg;
-      out.fill(t::seedOf(me, msg));
-      in.poison();
-      T_MPI(MPI_Sendrecv(out.ptr(), static_cast<int>(n), MPI_BYTE, peer, msg, in.ptr(), static_cast<int>(n), MPI_BYTE,
-                         peer, msg, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-      std::string what = std::string(t::name(sk)) + "->" + t::name(rk) + " " + std::to_string(n) + " B (" + phase + ")";
-      in.expect(t::seedOf(peer, msg), n, what.c_str());
-    }
+    t::exchangeSizes(sk, rk, sizes, peer, &msg, phase);
   };
   auto reset = [&] {
 #if CGDR_HAVE_CUDA
