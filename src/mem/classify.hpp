@@ -34,12 +34,12 @@ bool gpuResetSeen();
 // context it was called in (per device, the first), and a context whose ID changed or that is gone
 // is one that was reset (a cuCtxGetId per such device, ~19 ns on the H200; on a destroyed context it
 // answers CONTEXT_IS_DESTROYED, or a new context's ID where the driver reused the handle: measured).
-// (One context per device is enough: cgdr makes all its state of a device in that one, workContext.)
-// True once any reset
-// was seen; the first time it marks the state gone as noteGpuReset does (gpuResetSeen() holds from
-// then on) and logs it. Asked where a GPU buffer is classified, where a message from a peer's GPU
-// buffer arrives, where cgdr would next touch its GPU state at all (the resident kernels' mailboxes,
-// draining its streams at the end) and by the exportable heap.
+// (One context per device is enough: cgdr makes all its state of a device in that one,
+// workContext.) True once any reset was seen; the first time it marks the state gone as
+// noteGpuReset does (gpuResetSeen() holds from then on) and logs it. Asked where a GPU buffer is
+// classified, where a message from a peer's GPU buffer arrives, where cgdr would next touch its GPU
+// state at all (the resident kernels' mailboxes, draining its streams at the end) and by the
+// exportable heap.
 bool gpuStateLost();
 // The context cgdr works in on `device` (its handle; 0 where cgdr made no GPU state there yet): the
 // one current when it first did. DeviceScope makes it current for each of cgdr's GPU calls, so that
