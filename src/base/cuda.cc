@@ -149,8 +149,9 @@ bool setSyncMemops(const void* ptr) {
 #if CGDR_HAVE_CUDA
 namespace {
 
-// The driver's context calls setContextSyncMemops needs; nullptr where one is missing
-// (cuCtxSetFlags: CUDA 12.1).
+// The driver's context calls, looked up once. Each caller checks the ones it needs: canFlag()
+// for setContextSyncMemops (cuCtxSetFlags: CUDA 12.1), canSwitch() for the identity and
+// push/pop/set calls (cuCtxGetId: CUDA 12.0).
 struct CtxApi {
   CUresult (*getCurrent)(CUcontext*);
   CUresult (*getFlags)(unsigned*);
@@ -162,9 +163,20 @@ struct CtxApi {
   CUresult (*release)(CUdevice);
   CUresult (*push)(CUcontext);
   CUresult (*pop)(CUcontext*);
+  CUresult (*getDevice)(CUdevice*);
+  CUresult (*getId)(CUcontext, unsigned long long*);
+  CUresult (*setCurrent)(CUcontext);
+
+  bool canSwitch() const { return getCurrent && getDevice && getId && push && pop && setCurrent; }
+  bool canFlag() const {
+    return getCurrent && getFlags && setFlags && sync && deviceGet && primaryState && retain && release && push &&
+           pop;
+  }
 };
 
+// nullptr where the driver cannot be used.
 const CtxApi* ctxApi() {
+  if (!usable()) return nullptr;
   static const CtxApi f = {
       reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxGetCurrent")),
       reinterpret_cast<CUresult (*)(unsigned*)>(driverEntry("cuCtxGetFlags")),
@@ -175,10 +187,17 @@ const CtxApi* ctxApi() {
       reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(driverEntry("cuDevicePrimaryCtxRetain")),
       reinterpret_cast<CUresult (*)(CUdevice)>(driverEntry("cuDevicePrimaryCtxRelease")),
       reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxPushCurrent")),
-      reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxPopCurrent"))};
-  static const bool complete = f.getCurrent && f.getFlags && f.setFlags && f.sync && f.deviceGet &&
-                               f.primaryState && f.retain && f.release && f.push && f.pop;
-  return complete ? &f : nullptr;
+      reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxPopCurrent")),
+      reinterpret_cast<CUresult (*)(CUdevice*)>(driverEntry("cuCtxGetDevice")),
+      reinterpret_cast<CUresult (*)(CUcontext, unsigned long long*)>(driverEntry("cuCtxGetId")),
+      reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxSetCurrent"))};
+  return &f;
+}
+
+// The table where it has the identity and switching calls, else nullptr.
+const CtxApi* switchApi() {
+  const CtxApi* f = ctxApi();
+  return f && f->canSwitch() ? f : nullptr;
 }
 
 // Sets CU_CTX_SYNC_MEMOPS on the current context (draining its work the first time if asked).
@@ -219,7 +238,8 @@ bool flagContext(const CtxApi& f, int device, bool drainPending) {
 bool setContextSyncMemops(int device, bool drainPending) {
 #if CGDR_HAVE_CUDA
   if (!gSyncMemops.get()) return true;
-  const CtxApi* f = usable() ? ctxApi() : nullptr;
+  const CtxApi* f = ctxApi();
+  if (f && !f->canFlag()) f = nullptr;
   static std::mutex m;  // (one thread's read-modify-write of the flags at a time)
   std::lock_guard<std::mutex> lock(m);
   if (f && flagContext(*f, device, drainPending)) return true;
@@ -237,34 +257,10 @@ bool setContextSyncMemops(int device, bool drainPending) {
 #endif
 }
 
-#if CGDR_HAVE_CUDA
-namespace {
-
-struct IdApi {
-  CUresult (*getCurrent)(CUcontext*);
-  CUresult (*getDevice)(CUdevice*);
-  CUresult (*getId)(CUcontext, unsigned long long*);
-  CUresult (*push)(CUcontext);
-  CUresult (*pop)(CUcontext*);
-  CUresult (*setCurrent)(CUcontext);
-};
-
-const IdApi* idApi() {
-  static const IdApi f = {reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxGetCurrent")),
-                          reinterpret_cast<CUresult (*)(CUdevice*)>(driverEntry("cuCtxGetDevice")),
-                          reinterpret_cast<CUresult (*)(CUcontext, unsigned long long*)>(driverEntry("cuCtxGetId")),
-                          reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxPushCurrent")),
-                          reinterpret_cast<CUresult (*)(CUcontext*)>(driverEntry("cuCtxPopCurrent")),
-                          reinterpret_cast<CUresult (*)(CUcontext)>(driverEntry("cuCtxSetCurrent"))};
-  return usable() && f.getCurrent && f.getDevice && f.getId && f.push && f.pop && f.setCurrent ? &f : nullptr;
-}
-
-}  // namespace
-#endif
 
 bool currentContext(std::uintptr_t* handle, std::uint64_t* id, int* device) {
 #if CGDR_HAVE_CUDA
-  const IdApi* f = idApi();
+  const CtxApi* f = switchApi();
   CUcontext ctx = nullptr;
   CUdevice dev = -1;
   unsigned long long n = 0;
@@ -285,7 +281,7 @@ bool currentContext(std::uintptr_t* handle, std::uint64_t* id, int* device) {
 
 bool contextId(std::uintptr_t handle, std::uint64_t* id) {
 #if CGDR_HAVE_CUDA
-  const IdApi* f = idApi();
+  const CtxApi* f = switchApi();
   unsigned long long n = 0;
   if (!f || f->getId(reinterpret_cast<CUcontext>(handle), &n) != CUDA_SUCCESS) return false;
   *id = n;
@@ -299,7 +295,7 @@ bool contextId(std::uintptr_t handle, std::uint64_t* id) {
 
 bool currentHandle(std::uintptr_t* handle) {
 #if CGDR_HAVE_CUDA
-  const IdApi* f = idApi();
+  const CtxApi* f = switchApi();
   CUcontext ctx = nullptr;
   if (!f || f->getCurrent(&ctx) != CUDA_SUCCESS) return false;
   *handle = reinterpret_cast<std::uintptr_t>(ctx);
@@ -312,7 +308,7 @@ bool currentHandle(std::uintptr_t* handle) {
 
 bool pushContext(std::uintptr_t handle) {
 #if CGDR_HAVE_CUDA
-  const IdApi* f = idApi();
+  const CtxApi* f = switchApi();
   return f && f->push(reinterpret_cast<CUcontext>(handle)) == CUDA_SUCCESS;
 #else
   (void)handle;
@@ -323,13 +319,13 @@ bool pushContext(std::uintptr_t handle) {
 void popContext() {
 #if CGDR_HAVE_CUDA
   CUcontext popped = nullptr;
-  if (const IdApi* f = idApi()) f->pop(&popped);
+  if (const CtxApi* f = switchApi()) f->pop(&popped);
 #endif
 }
 
 bool setCurrentContext(std::uintptr_t handle) {
 #if CGDR_HAVE_CUDA
-  const IdApi* f = idApi();
+  const CtxApi* f = switchApi();
   return f && f->setCurrent(reinterpret_cast<CUcontext>(handle)) == CUDA_SUCCESS;
 #else
   (void)handle;
