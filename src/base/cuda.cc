@@ -194,10 +194,12 @@ const CtxApi* ctxApi() {
   return &f;
 }
 
-// The table where it has the identity and switching calls, else nullptr.
+// The table where it has the identity and switching calls, else nullptr (checked once).
 const CtxApi* switchApi() {
   const CtxApi* f = ctxApi();
-  return f && f->canSwitch() ? f : nullptr;
+  if (f == nullptr) return nullptr;
+  static const bool can = f->canSwitch();
+  return can ? f : nullptr;
 }
 
 // Sets CU_CTX_SYNC_MEMOPS on the current context (draining its work the first time if asked).

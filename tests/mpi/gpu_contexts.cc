@@ -30,11 +30,10 @@ int main(int argc, char** argv) {
   const int me = t::rank(), peer = me ^ 1;
   int msg = 0;
 #if CGDR_HAVE_CUDA
-  const auto driver = t::driverEntry;
   // (CUresult cuCtxCreate_v4(CUcontext*, CUctxCreateParams*, unsigned flags, CUdevice), CUDA 12.5)
-  auto create = reinterpret_cast<int (*)(void**, void*, unsigned, int)>(driver("cuCtxCreate", 12050));
-  auto destroy = reinterpret_cast<int (*)(void*)>(driver("cuCtxDestroy", 12000));
-  auto current = reinterpret_cast<int (*)(void**)>(driver("cuCtxGetCurrent", 12000));
+  auto create = reinterpret_cast<int (*)(void**, void*, unsigned, int)>(t::driverEntry("cuCtxCreate", 12050));
+  auto destroy = reinterpret_cast<int (*)(void*)>(t::driverEntry("cuCtxDestroy", 12000));
+  auto current = reinterpret_cast<int (*)(void**)>(t::driverEntry("cuCtxGetCurrent", 12000));
   if (!create || !destroy || !current) return t::finish("gpu_contexts");
   auto now = [&] {
     void* c = nullptr;

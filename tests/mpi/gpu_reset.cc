@@ -46,7 +46,6 @@ int main(int argc, char** argv) {
           how.c_str());
   const bool resets = !one || me == 0;
 #if CGDR_HAVE_CUDA
-  const auto driver = t::driverEntry;
   // --how destroy: the program's own context (cuCtxCreate), current on this thread from before its
   // first GPU buffer until the "reset" destroys it (cuCtxDestroy; the runtime's primary context
   // serves the thread from then on).
@@ -55,7 +54,7 @@ int main(int argc, char** argv) {
     int dev = 0;
     cudaGetDevice(&dev);
     // (CUresult cuCtxCreate_v4(CUcontext*, CUctxCreateParams*, unsigned flags, CUdevice), CUDA 12.5)
-    auto create = reinterpret_cast<int (*)(void**, void*, unsigned, int)>(driver("cuCtxCreate", 12050));
+    auto create = reinterpret_cast<int (*)(void**, void*, unsigned, int)>(t::driverEntry("cuCtxCreate", 12050));
     int rc = create ? create(&own, nullptr, 0, dev) : -1;
     T_CHECK(rc == 0 && own, "cuCtxCreate on GPU %d: %d", dev, rc);
   }
@@ -72,10 +71,10 @@ int main(int argc, char** argv) {
       if (how == "runtime") {
         T_CHECK(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset");
       } else if (how == "driver") {
-        auto primaryCtxReset = reinterpret_cast<int (*)(int)>(driver("cuDevicePrimaryCtxReset", 12000));
+        auto primaryCtxReset = reinterpret_cast<int (*)(int)>(t::driverEntry("cuDevicePrimaryCtxReset", 12000));
         if (primaryCtxReset) T_CHECK(primaryCtxReset(dev) == 0, "cuDevicePrimaryCtxReset(%d)", dev);
       } else {
-        auto destroy = reinterpret_cast<int (*)(void*)>(driver("cuCtxDestroy", 12000));
+        auto destroy = reinterpret_cast<int (*)(void*)>(t::driverEntry("cuCtxDestroy", 12000));
         if (destroy && own) T_CHECK(destroy(own) == 0, "cuCtxDestroy of the program's context");
         own = nullptr;
       }
