@@ -1,13 +1,22 @@
 #include "sched/tracer.hpp"
 
+#include <algorithm>
+
 #include "base/config.hpp"
 
 namespace cgdr::sched {
 namespace {
-base::Setting<bool> gTrace("CGDR_TRACE", "1", "", "Trace blocking vs non-blocking calls per peer to pick switch points.");
+base::Setting<bool> gTrace("CGDR_TRACE", "1", "",
+                           "Trace blocking vs non-blocking calls per peer to pick switch points.");
 base::Setting<long long> gMin("CGDR_TRACE_MIN", "64", "calls", "Calls to a peer before its pattern is decided.");
 base::Setting<double> gThreshold("CGDR_TRACE_THRESHOLD", "0.5", "fraction",
                                  "Share of non-blocking calls from which a peer's traffic is bandwidth-bound.");
+base::Setting<long long> gWindow("CGDR_TRACE_WINDOW", "1024", "calls",
+                                 "The recent calls to a peer its pattern is judged over: when its count reaches "
+                                 "this, its counts are halved, so a program that moves from one pattern to another "
+                                 "(non-blocking exchanges, then blocking ping-pongs) gets the other switch points "
+                                 "within about this many calls. At least twice CGDR_TRACE_MIN. 0: every call since "
+                                 "the start.");
 }  // namespace
 
 Pattern classify(std::uint64_t calls, std::uint64_t nonblocking, std::uint64_t minCalls, double threshold) {
@@ -16,7 +25,21 @@ Pattern classify(std::uint64_t calls, std::uint64_t nonblocking, std::uint64_t m
                                                                                       : Pattern::kLatency;
 }
 
-void Tracer::resize(int worldSize) { counts_ = std::vector<Counts>(static_cast<std::size_t>(worldSize)); }
+std::uint64_t traceWindow(std::uint64_t window, std::uint64_t minCalls) {
+  if (window == 0) return UINT64_MAX;
+  std::uint64_t least = minCalls > UINT64_MAX / 2 ? UINT64_MAX : std::max<std::uint64_t>(2 * minCalls, 2);
+  return std::max(window, least);
+}
+
+void Tracer::resize(int worldSize) {
+  long long w = gWindow.get(), m = gMin.get();
+  resize(worldSize, traceWindow(w > 0 ? static_cast<std::uint64_t>(w) : 0, m > 0 ? static_cast<std::uint64_t>(m) : 0));
+}
+
+void Tracer::resize(int worldSize, std::uint64_t window) {
+  counts_ = std::vector<Counts>(static_cast<std::size_t>(worldSize));
+  window_ = window ? window : UINT64_MAX;
+}
 
 Pattern Tracer::pattern(int worldPeer) const {
   if (!gTrace.get() || worldPeer < 0 || worldPeer >= static_cast<int>(counts_.size())) return Pattern::kLatency;
