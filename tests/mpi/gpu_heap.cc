@@ -12,8 +12,9 @@
 // stream capture and on a pool the program made current are the runtime's.
 // "--keep 0" (with CGDR_CUDA_MALLOC_ASYNC_KEEP=0): chunks emptied by cudaFreeAsync go back to the
 // driver once their stream passed the free.
-// "--hook-only": on a machine without a GPU, only that the program's cudaMalloc/cudaFree (and
-// cudaMallocAsync/cudaFreeAsync) are cgdr's entry points and hand back the runtime's own answer.
+// "--hook-only": where no GPU is visible (none on the machine, or CUDA_VISIBLE_DEVICES=-1), only that
+// the program's cudaMalloc/cudaFree (and cudaMallocAsync/cudaFreeAsync) are cgdr's entry points and
+// hand back the runtime's own answer.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -451,7 +452,8 @@ int main(int argc, char** argv) {
     // No GPU here: the entry points must answer as the runtime does, not crash or invent memory.
     void* p = reinterpret_cast<void*>(1);
     cudaError_t m = cudaMalloc(&p, 4096);
-    T_CHECK(e != cudaSuccess || count == 0, "--hook-only is for machines without a GPU");
+    T_CHECK(e != cudaSuccess || count == 0,
+            "--hook-only is for a process that sees no GPU (CUDA_VISIBLE_DEVICES=-1)");
     T_CHECK(m != cudaSuccess, "cudaMalloc without a GPU succeeded");
     T_CHECK(cudaFree(nullptr) == m, "cudaFree(nullptr) without a GPU answered differently from cudaMalloc");
     void* q = reinterpret_cast<void*>(1);

@@ -13,16 +13,12 @@ run=$1 mpi=$2 lib=$3 p2p=$4
 failures=0
 command -v nvidia-smi > /dev/null && ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') || ngpu=0
 [ "${ngpu:-0}" -ge 1 ] || { echo "SKIP gpu.switch_points: no GPU (GPU test)"; exit 77; }
+. "$(dirname "$0")/stats_classes.sh"
 fail() { echo "FAIL gpu.switch_points: $*"; failures=$((failures + 1)); }
-
-# The channels that carried the size class starting at LO, over both ranks' lines, sorted.
-classOf() {  # OUTPUT LO
-  grep -o "stats: sizes $2\.\.[0-9]*: [a-z,-]*" <<<"$1" | sed 's/^.*: //' | tr ',' '\n' | sort -u | paste -sd, -
-}
 
 # check LABEL "VAR=VALUE ..." KINDS SIZES LO=CHANNEL...
 check() {
-  local label=$1 vars=$2 kinds=$3 sizes=$4 out rc want lo ch got
+  local label=$1 vars=$2 kinds=$3 sizes=$4 out rc
   shift 4
   # Pool memory stays the runtime's (cgdr's heap would make it exportable); away from MPS.
   # shellcheck disable=SC2086
@@ -33,14 +29,7 @@ check() {
     fail "$label: exit $rc: $(grep -E 'FAIL|rror' <<<"$out" | head -3)"
     return
   fi
-  local before=$failures
-  for want in "$@"; do
-    lo=${want%%=*} ch=${want#*=}
-    got=$(classOf "$out" "$lo")
-    [ "$got" = "$ch" ] || fail "$label: messages of $lo.. bytes took '${got:-nothing}', expected '$ch'"
-  done
-  [ $failures -eq $before ] && echo "ok: $label: $(grep -o 'stats: sizes [0-9]*\.\.[0-9]*: [a-z,-]*' <<<"$out" | sort -u | sed 's/stats: sizes //' |
-    paste -sd';' -)"
+  stats_expect "$out" "$label" "$@"
 }
 
 same="CUDA_VISIBLE_DEVICES=0"

@@ -10,16 +10,12 @@
 set -u
 run=$1 mpi=$2 lib=$3 prog=$4
 failures=0
+. "$(dirname "$0")/stats_classes.sh"
 fail() { echo "FAIL mpi.trace_phases: $*"; failures=$((failures + 1)); }
-
-# The channels that carried the size class starting at LO, over both ranks' lines, sorted.
-classOf() {  # OUTPUT LO
-  grep -o "stats: sizes $2\.\.[0-9]*: [a-z,-]*" <<<"$1" | sed 's/^.*: //' | tr ',' '\n' | sort -u | paste -sd, -
-}
 
 # check LABEL WINDOW LO=CHANNEL...
 check() {
-  local label=$1 window=$2 out rc want lo ch got
+  local label=$1 window=$2 out rc
   shift 2
   out=$(env CGDR_STATS=1 CGDR_TRACE_WINDOW="$window" CGDR_TRACE_MIN=64 CGDR_TRACE_THRESHOLD=0.5 \
         CGDR_SHM_CMA_MAX_BW=1M "$run" 2 cgdr "$mpi" "$lib" "$prog" 2>&1)
@@ -29,18 +25,11 @@ check() {
     return
   fi
   # Single copies need process_vm_readv between the ranks (ptrace rules, seccomp of a container).
-  if [ "$(classOf "$out" 2097152)" = host-pipeline ] && ! grep -q "shm-cma" <<<"$out"; then
+  if [ "$(stats_class "$out" 2097152)" = host-pipeline ] && ! grep -q "shm-cma" <<<"$out"; then
     echo "SKIP mpi.trace_phases: no host message took shm-cma (process_vm_readv not permitted here?)"
     exit 77
   fi
-  local before=$failures
-  for want in "$@"; do
-    lo=${want%%=*} ch=${want#*=}
-    got=$(classOf "$out" "$lo")
-    [ "$got" = "$ch" ] || fail "$label: messages of $lo.. bytes took '${got:-nothing}', expected '$ch'"
-  done
-  [ $failures -eq $before ] && echo "ok: $label: $(grep -o 'stats: sizes [0-9]*\.\.[0-9]*: [a-z,-]*' <<<"$out" |
-    sort -u | sed 's/stats: sizes //' | paste -sd';' -)"
+  stats_expect "$out" "$label" "$@"
 }
 
 check "window of 256 calls" 256 2097152=shm-cma 4194304=host-pipeline 8388608=shm-cma 16777216=host-pipeline
