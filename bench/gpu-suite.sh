@@ -2,11 +2,12 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench syncafter neighbour bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests hosttests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench syncafter neighbour bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
-# SUITE_TESTS: a ctest regex narrowing the GPU tests (default: all of them).
+# SUITE_TESTS: a ctest regex narrowing the GPU tests (default: all of them). hosttests (with tests):
+# the unit and MPI tests too, on the GPU machine.
 set -uo pipefail
 t0=$SECONDS
 deadline=${SUITE_DEADLINE:-560}

@@ -8,6 +8,7 @@
 #include "base/log.hpp"
 #include "channel/shm/endpoint.hpp"
 #include "sched/select.hpp"
+#include "sched/tracer.hpp"
 
 namespace cgdr::sched {
 namespace {
@@ -209,7 +210,7 @@ const Table& table() {
   static const Table t = [] {
     Table tt = Table::fromSettings();
     if (gInfo.get() && base::logRank() <= 0) {  // rank 0; a line per log record (the table outgrows one)
-      std::string d = tt.describe();
+      std::string d = tt.describe() + describeTracer() + "\n";
       for (std::size_t at = 0, end; at < d.size(); at = end + 1) {
         end = d.find('\n', at);
         if (end == std::string::npos) end = d.size();

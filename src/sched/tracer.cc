@@ -1,6 +1,7 @@
 #include "sched/tracer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "base/config.hpp"
 
@@ -17,6 +18,12 @@ base::Setting<long long> gWindow("CGDR_TRACE_WINDOW", "1024", "calls",
                                  "(non-blocking exchanges, then blocking ping-pongs) gets the other switch points "
                                  "within about this many calls. At least twice CGDR_TRACE_MIN. 0: every call since "
                                  "the start.");
+
+// The window of the settings in force (traceWindow).
+std::uint64_t windowInForce() {
+  long long w = gWindow.get(), m = gMin.get();
+  return traceWindow(w > 0 ? static_cast<std::uint64_t>(w) : 0, m > 0 ? static_cast<std::uint64_t>(m) : 0);
+}
 }  // namespace
 
 Pattern classify(std::uint64_t calls, std::uint64_t nonblocking, std::uint64_t minCalls, double threshold) {
@@ -31,10 +38,7 @@ std::uint64_t traceWindow(std::uint64_t window, std::uint64_t minCalls) {
   return std::max(window, least);
 }
 
-void Tracer::resize(int worldSize) {
-  long long w = gWindow.get(), m = gMin.get();
-  resize(worldSize, traceWindow(w > 0 ? static_cast<std::uint64_t>(w) : 0, m > 0 ? static_cast<std::uint64_t>(m) : 0));
-}
+void Tracer::resize(int worldSize) { resize(worldSize, windowInForce()); }
 
 void Tracer::resize(int worldSize, std::uint64_t window) {
   counts_ = std::vector<Counts>(static_cast<std::size_t>(worldSize));
@@ -46,6 +50,21 @@ Pattern Tracer::pattern(int worldPeer) const {
   const Counts& c = counts_[worldPeer];
   return classify(c.calls.load(std::memory_order_relaxed), c.nonblocking.load(std::memory_order_relaxed),
                   static_cast<std::uint64_t>(gMin.get()), gThreshold.get());
+}
+
+std::string describeTracer() {
+  if (!gTrace.get()) return "workload tracer off (CGDR_TRACE=0): the latency-bound switch points apply to every peer";
+  std::uint64_t window = windowInForce();
+  char which[64] = "all since the start";
+  if (window != UINT64_MAX)
+    std::snprintf(which, sizeof which, "the recent ones: counts halved at %llu",
+                  static_cast<unsigned long long>(window));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "workload tracer: a peer's traffic is bandwidth-bound once this rank made %lld calls with it and "
+                "at least %.2f of them (%s) were non-blocking; latency-bound otherwise",
+                gMin.get(), gThreshold.get(), which);
+  return line;
 }
 
 Tracer& tracer() {

@@ -8,6 +8,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sched/select.hpp"
@@ -49,6 +50,9 @@ class Tracer {
 };
 
 Tracer& tracer();
+// One line saying which peers' traffic counts as bandwidth-bound under the settings in force (for
+// CGDR_SCHED_INFO: it says which half of the table applies).
+std::string describeTracer();
 // The decision rule, pure (unit-tested): bandwidth-bound once enough calls are non-blocking.
 Pattern classify(std::uint64_t calls, std::uint64_t nonblocking, std::uint64_t minCalls, double threshold);
 // The window a peer's counts are halved at: the setting, raised to twice the calls a pattern needs

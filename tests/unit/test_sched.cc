@@ -747,6 +747,27 @@ TEST(Tracer, WindowKeepsASteadyShare) {
   base::Registry::instance().resolveAll(env({}));
 }
 
+// CGDR_SCHED_INFO's line on the tracer: which peers' traffic takes the bandwidth-bound rows.
+TEST(Tracer, DescribesTheRuleInForce) {
+  base::Registry::instance().resolveAll(env({}));
+  std::string d = sched::describeTracer();
+  EXPECT_NE(d.find("once this rank made 64 calls with it and at least 0.50 of them (the recent ones: counts "
+                   "halved at 1024) were non-blocking"),
+            std::string::npos)
+      << d;
+  base::Registry::instance().resolveAll(
+      env({{"CGDR_TRACE_MIN", "100"}, {"CGDR_TRACE_THRESHOLD", "0.8"}, {"CGDR_TRACE_WINDOW", "0"}}));
+  d = sched::describeTracer();
+  EXPECT_NE(d.find("made 100 calls with it and at least 0.80 of them (all since the start)"), std::string::npos) << d;
+  base::Registry::instance().resolveAll(env({{"CGDR_TRACE_MIN", "300"}, {"CGDR_TRACE_WINDOW", "256"}}));
+  d = sched::describeTracer();
+  EXPECT_NE(d.find("counts halved at 600)"), std::string::npos) << d;  // twice CGDR_TRACE_MIN
+  base::Registry::instance().resolveAll(env({{"CGDR_TRACE", "0"}}));
+  d = sched::describeTracer();
+  EXPECT_NE(d.find("workload tracer off (CGDR_TRACE=0)"), std::string::npos) << d;
+  base::Registry::instance().resolveAll(env({}));
+}
+
 TEST(Tracer, WindowSetting) {
   EXPECT_EQ(sched::traceWindow(0, 64), UINT64_MAX);  // 0: every call since the start
   EXPECT_EQ(sched::traceWindow(1024, 64), 1024u);
