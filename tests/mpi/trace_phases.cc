@@ -1,10 +1,11 @@
 // The workload tracer fed by real calls: rank 0 sends to rank 1 in four phases, each of many small
-// messages with one call style on both sides (blocking MPI_Send / MPI_Recv, or MPI_Isend / MPI_Irecv
-// in windows of 16), each ended by one large message in a size class of its own (2, 4, 8 and 16 MiB
-// and a few bytes) sent and received in the phase's style. The receiver picks that message's channel
-// by its pattern for the sender (trace_phases.sh reads which one from CGDR_STATS). Every byte of every
-// message is checked.
-//   trace_phases [--phases B:100,N:2000,B:600,N:600]
+// host messages with one call style on both sides (blocking MPI_Send / MPI_Recv, or MPI_Isend /
+// MPI_Irecv in windows of 16), each ended by one large message in a size class of its own (2, 4, 8 and
+// 16 MiB and a few bytes) sent and received in the phase's style, from and into buffers of the kinds
+// asked (--kinds XY; host by default; the tracer counts calls whatever their buffers). The receiver
+// picks that message's channel by its pattern for the sender (trace_phases.sh reads which one from
+// CGDR_STATS). Every byte of every message is checked.
+//   trace_phases [--kinds HH] [--phases B:100,N:2000,B:600,N:600]
 #include <mpi.h>
 
 #include <cstdio>
@@ -42,10 +43,10 @@ std::vector<Phase> parsePhases(const std::string& text) {
   return out;
 }
 
-// Sends (rank 0) or receives (rank 1) messages first..first+n-1 of sizes size(msg), blocking or in
-// windows of non-blocking calls; the receiver checks each.
+// Sends (rank 0, from buffers of kind sk) or receives (rank 1, into kind rk) messages first..first+n-1
+// of sizes size(msg), blocking or in windows of non-blocking calls; the receiver checks each.
 template <class Size>
-void transfer(bool blocking, int first, int n, Size size) {
+void transfer(bool blocking, int first, int n, Size size, t::Kind sk = t::Kind::H, t::Kind rk = t::Kind::H) {
   const bool sender = t::rank() == 0;
   for (int at = 0; at < n;) {
     int batch = blocking ? 1 : std::min(kWindow, n - at);
@@ -54,7 +55,7 @@ void transfer(bool blocking, int first, int n, Size size) {
     for (int i = 0; i < batch; ++i) {
       int msg = first + at + i;
       std::size_t bytes = size(msg);
-      bufs.push_back(std::make_unique<t::Buf>(t::Kind::H, bytes + 16));  // room to see an overrun
+      bufs.push_back(std::make_unique<t::Buf>(sender ? sk : rk, bytes + 16));  // room to see an overrun
       t::Buf& b = *bufs.back();
       if (sender) {
         b.fill(t::seedOf(0, msg));
@@ -84,7 +85,13 @@ void transfer(bool blocking, int first, int n, Size size) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  t::setup({{t::Kind::H, t::Kind::H}}, "trace_phases");
+  auto pairs = t::kindPairs(argc, argv);
+  if (pairs.size() != 1) {
+    std::fprintf(stderr, "trace_phases: --kinds names one pair (XY)\n");
+    MPI_Finalize();
+    return 2;
+  }
+  t::setup(pairs, "trace_phases");
   auto phases = parsePhases(t::arg(argc, argv, "--phases", "B:100,N:2000,B:600,N:600"));
   if (t::size() != 2) {
     if (t::rank() == 0) std::printf("FAIL trace_phases: needs exactly 2 ranks\n");
@@ -98,11 +105,12 @@ int main(int argc, char** argv) {
     transfer(ph.blocking, msg, ph.count, smallSize);
     msg += ph.count;
     const std::size_t big = large + 2 * p + 3;  // odd, in the class [large, 2 large)
-    transfer(ph.blocking, msg, 1, [big](int) { return big; });
+    transfer(ph.blocking, msg, 1, [big](int) { return big; }, pairs[0].first, pairs[0].second);
     ++msg;
     if (t::rank() == 0)
-      std::printf("phase %zu: %d %s messages, then %zu bytes\n", p + 1, ph.count,
-                  ph.blocking ? "blocking" : "non-blocking", big);
+      std::printf("phase %zu: %d %s messages, then %zu bytes %s->%s\n", p + 1, ph.count,
+                  ph.blocking ? "blocking" : "non-blocking", big, t::name(pairs[0].first),
+                  t::name(pairs[0].second));
   }
   return t::finish("trace_phases");
 }
