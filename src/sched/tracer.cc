@@ -42,7 +42,7 @@ void Tracer::resize(int worldSize) { resize(worldSize, windowInForce()); }
 
 void Tracer::resize(int worldSize, std::uint64_t window) {
   counts_ = std::vector<Counts>(static_cast<std::size_t>(worldSize));
-  window_ = window ? window : UINT64_MAX;
+  window_ = traceWindow(window, 0);
 }
 
 Pattern Tracer::pattern(int worldPeer) const {

@@ -4,7 +4,7 @@
 // The share is judged over the recent calls (CGDR_TRACE_WINDOW): whenever a peer's count reaches
 // the window both its counts are halved, so a program that moves from one pattern to another
 // gets the other switch points within about a window of calls.
-// On the hot path it is two relaxed (unlocked) increments and a comparison.
+// On the hot path: two relaxed (unlocked) loads and stores and a comparison.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -19,7 +19,7 @@ class Tracer {
  public:
   // Counts for worldSize peers, judged over the window of CGDR_TRACE_WINDOW calls.
   void resize(int worldSize);
-  // The same with a window of its own (0: every call since the start).
+  // The same with a window of its own (raised to at least 2; 0: every call since the start).
   void resize(int worldSize, std::uint64_t window);
   void count(int worldPeer, bool nonblocking) {
     if (worldPeer < 0 || worldPeer >= static_cast<int>(counts_.size())) return;
@@ -31,9 +31,6 @@ class Tracer {
     if (calls >= window_) {  // the older half of the window goes (its share stays)
       calls /= 2;
       nb /= 2;
-    } else if (!nonblocking) {
-      c.calls.store(calls, std::memory_order_relaxed);
-      return;
     }
     c.calls.store(calls, std::memory_order_relaxed);
     c.nonblocking.store(nb, std::memory_order_relaxed);

@@ -15,11 +15,11 @@ run=$1 mpi=$2 lib=$3 prog=$4 mode=$5
 name=mpi.trace_phases; [ "$mode" = gpu ] && name=gpu.trace_phases
 failures=0
 . "$(dirname "$0")/stats_classes.sh"
+. "$(dirname "$0")/gpus.sh"
 fail() { echo "FAIL $name: $*"; failures=$((failures + 1)); }
 
 if [ "$mode" = gpu ]; then
-  command -v nvidia-smi > /dev/null && ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') || ngpu=0
-  [ "${ngpu:-0}" -ge 1 ] || { echo "SKIP $name: no GPU (GPU test)"; exit 77; }
+  [ "$(visible_gpus)" -ge 1 ] || { echo "SKIP $name: no GPU (GPU test)"; exit 77; }
   # One GPU, away from MPS; pool memory stays the runtime's (cgdr's heap would make it exportable).
   vars="CUDA_VISIBLE_DEVICES=0 CUDA_MPS_PIPE_DIRECTORY=/nonexistent/cgdr-no-mps CGDR_CUDA_MALLOC_ASYNC=off
         CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU=64M CGDR_CUDA_VMM_STAGE_MIN_SAME_GPU_BW=1M"

@@ -775,6 +775,10 @@ TEST(Tracer, WindowSetting) {
   EXPECT_EQ(sched::traceWindow(1, 0), 2u);
   EXPECT_EQ(sched::traceWindow(5, UINT64_MAX / 2 + 1), UINT64_MAX);
   sched::Tracer tr;
+  tr.resize(2, 1);  // a window of its own: at least 2 too (1 would halve every count to 0)
+  EXPECT_EQ(tr.window(), 2u);
+  tr.resize(2, 0);
+  EXPECT_EQ(tr.window(), UINT64_MAX);
   base::Registry::instance().resolveAll(env({}));
   tr.resize(2);
   EXPECT_EQ(tr.window(), 1024u);
