@@ -177,6 +177,11 @@ template <>
 std::optional<std::string> Setting<long long>::parseInto(std::string_view t) {
   auto v = parseInt(t);
   if (!v) return "expected an integer";
+  if (*v < range_.lo || *v > range_.hi) {
+    if (range_.hi == LLONG_MAX) return "expected an integer of at least " + std::to_string(range_.lo);
+    if (range_.lo == LLONG_MIN) return "expected an integer of at most " + std::to_string(range_.hi);
+    return "expected an integer from " + std::to_string(range_.lo) + " to " + std::to_string(range_.hi);
+  }
   value_ = *v;
   return std::nullopt;
 }

@@ -4,6 +4,8 @@
 // (CGDR_TUNING_FILE), then the default. Nothing outside src/base reads the environment.
 #pragma once
 #include <cstddef>
+#include <climits>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -61,6 +63,11 @@ struct Choice {
   std::string name;
 };
 
+// The values an integer setting takes; one outside them is invalid (the default, with a warning).
+struct IntRange {
+  long long lo = LLONG_MIN, hi = LLONG_MAX;
+};
+
 // Parsers shared by settings and tests.
 std::optional<bool> parseBool(std::string_view text);
 std::optional<long long> parseInt(std::string_view text);
@@ -73,6 +80,13 @@ class Setting final : public SettingBase {
  public:
   Setting(const char* name, const char* def, const char* units, const char* help,
           std::initializer_list<const char*> aliases = {});
+  // An integer setting that takes only the values of `range`.
+  Setting(const char* name, const char* def, const char* units, const char* help, IntRange range,
+          std::initializer_list<const char*> aliases = {})
+    requires std::same_as<T, long long>
+      : Setting(name, def, units, help, aliases) {
+    range_ = range;
+  }
   const T& get() const {
     ensureResolved();
     return value_;
@@ -82,6 +96,7 @@ class Setting final : public SettingBase {
   std::optional<std::string> parseInto(std::string_view text) override;
   std::string show() const override;
   T value_{};
+  IntRange range_;  // integer settings only
 };
 
 // A setting whose value is one of a fixed list of names.

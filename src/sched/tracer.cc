@@ -9,7 +9,8 @@ namespace cgdr::sched {
 namespace {
 base::Setting<bool> gTrace("CGDR_TRACE", "1", "",
                            "Trace blocking vs non-blocking calls per peer to pick switch points.");
-base::Setting<long long> gMin("CGDR_TRACE_MIN", "64", "calls", "Calls to a peer before its pattern is decided.");
+base::Setting<long long> gMin("CGDR_TRACE_MIN", "64", "calls",
+                              "Calls to a peer before its pattern is decided (0 or more).", base::IntRange{0});
 base::Setting<double> gThreshold("CGDR_TRACE_THRESHOLD", "0.5", "fraction",
                                  "Share of non-blocking calls from which a peer's traffic is bandwidth-bound.");
 base::Setting<long long> gWindow("CGDR_TRACE_WINDOW", "1024", "calls",
@@ -17,12 +18,12 @@ base::Setting<long long> gWindow("CGDR_TRACE_WINDOW", "1024", "calls",
                                  "this, its counts are halved, so a program that moves from one pattern to another "
                                  "(non-blocking exchanges, then blocking ping-pongs) gets the other switch points "
                                  "within about this many calls. At least twice CGDR_TRACE_MIN. 0: every call since "
-                                 "the start.");
+                                 "the start.",
+                                 base::IntRange{0});
 
 // The window of the settings in force (traceWindow).
 std::uint64_t windowInForce() {
-  long long w = gWindow.get(), m = gMin.get();
-  return traceWindow(w > 0 ? static_cast<std::uint64_t>(w) : 0, m > 0 ? static_cast<std::uint64_t>(m) : 0);
+  return traceWindow(static_cast<std::uint64_t>(gWindow.get()), static_cast<std::uint64_t>(gMin.get()));
 }
 }  // namespace
 

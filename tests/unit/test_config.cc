@@ -16,6 +16,8 @@ namespace {
 Setting<long long> gCount("CGDR_TEST_COUNT", "7", "items", "test setting", {"MV2_TEST_COUNT"});
 Setting<Bytes> gSize("CGDR_TEST_SIZE", "64K", "bytes", "test setting");
 Setting<bool> gFlag("CGDR_TEST_FLAG", "0", "", "test setting", {"MV2_TEST_FLAG"});
+Setting<long long> gRanged("CGDR_TEST_RANGED", "5", "items", "test setting", IntRange{-2, 10});
+Setting<long long> gAtLeast("CGDR_TEST_AT_LEAST", "3", "items", "test setting", IntRange{1}, {"MV2_TEST_AT_LEAST"});
 ChoiceSetting gMode("CGDR_TEST_MODE", "container", {"container", "hostname", "off"}, "test setting");
 
 EnvLookup fakeEnv(std::map<std::string, std::string> vars) {
@@ -100,6 +102,34 @@ TEST(Registry, InvalidValueFallsBackToDefault) {
   EXPECT_EQ(gSize.get().value, 65536u);
   EXPECT_EQ(gMode.get().name, "container");
   EXPECT_EQ(rowOf("CGDR_TEST_SIZE").source, "default (env CGDR_TEST_SIZE invalid)");
+}
+
+TEST(Registry, IntegerOutsideItsRangeFallsBackToDefault) {
+  for (const char* v : {"-2", "0", "10"}) {
+    Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_RANGED", v}}));
+    EXPECT_EQ(gRanged.get(), std::stoll(v)) << v;
+    EXPECT_EQ(rowOf("CGDR_TEST_RANGED").source, "env CGDR_TEST_RANGED") << v;
+  }
+  for (const char* v : {"-3", "11", "-9223372036854775808"}) {
+    Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_RANGED", v}}));
+    EXPECT_EQ(gRanged.get(), 5) << v;
+    EXPECT_EQ(rowOf("CGDR_TEST_RANGED").source, "default (env CGDR_TEST_RANGED invalid)") << v;
+  }
+  // The warning names the values the setting takes.
+  int level = logstate::level.exchange(static_cast<int>(LogLevel::kWarn));
+  testing::internal::CaptureStderr();
+  Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_RANGED", "11"}, {"MV2_TEST_AT_LEAST", "0"}}));  // aliases too
+  std::string err = testing::internal::GetCapturedStderr();
+  logstate::level.store(level);
+  EXPECT_NE(err.find("CGDR_TEST_RANGED='11' is not valid (expected an integer from -2 to 10); using the default '5'"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("CGDR_TEST_AT_LEAST='0' is not valid (expected an integer of at least 1)"), std::string::npos)
+      << err;
+  EXPECT_EQ(gAtLeast.get(), 3);
+  EXPECT_EQ(rowOf("CGDR_TEST_AT_LEAST").source, "default (env MV2_TEST_AT_LEAST (alias) invalid)");
+  Registry::instance().resolveAll(fakeEnv({{"MV2_TEST_AT_LEAST", "9223372036854775807"}}));
+  EXPECT_EQ(gAtLeast.get(), 9223372036854775807LL);
+  Registry::instance().resolveAll(fakeEnv({}));
 }
 
 TEST(Registry, TuningFileBelowEnvironment) {

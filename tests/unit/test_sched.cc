@@ -794,4 +794,23 @@ TEST(Tracer, WindowSetting) {
   base::Registry::instance().resolveAll(env({}));
 }
 
+// A negative count is invalid: the default, as for any bad value (before, a negative CGDR_TRACE_MIN
+// meant that no pattern was ever decided).
+TEST(Tracer, NegativeSettingsAreInvalid) {
+  base::Registry::instance().resolveAll(env({{"CGDR_TRACE_MIN", "-1"}, {"CGDR_TRACE_WINDOW", "-5"}}));
+  std::string d = sched::describeTracer();
+  EXPECT_NE(d.find("made 64 calls with it"), std::string::npos) << d;
+  EXPECT_NE(d.find("counts halved at 1024)"), std::string::npos) << d;
+  sched::Tracer tr;
+  tr.resize(2);
+  EXPECT_EQ(tr.window(), 1024u);
+  for (int i = 0; i < 64; ++i) tr.count(1, true);
+  EXPECT_EQ(tr.pattern(1), sched::Pattern::kBandwidth);
+  base::Registry::instance().resolveAll(env({{"CGDR_TRACE_MIN", "0"}}));  // 0 is a value: decided at once
+  tr.resize(2);
+  tr.count(1, true);
+  EXPECT_EQ(tr.pattern(1), sched::Pattern::kBandwidth);
+  base::Registry::instance().resolveAll(env({}));
+}
+
 }  // namespace
