@@ -53,7 +53,8 @@ base::Setting<long long> gBlocks("CGDR_CUDA_RESIDENT_BLOCKS", "1", "blocks",
                                  "Blocks of CGDR_CUDA_RESIDENT's kernel (1-32, 128 threads each). Beyond the first, "
                                  "helpers that copy their parts of copies larger than CGDR_CUDA_RESIDENT_SOLO: with "
                                  "them CGDR_CUDA_RESIDENT_LIMIT may be raised. They stay on their SMs while the kernel "
-                                 "runs.");
+                                 "runs.",
+                                 base::IntRange{1, kResidentMaxBlocks});
 base::Setting<double> gBackoff(
     "CGDR_CUDA_RESIDENT_BACKOFF", "1000", "ms",
     "Where CGDR_CUDA_RESIDENT's kernel finds its GPU shared in turns with another process (its context switched out "
@@ -95,7 +96,7 @@ std::uint64_t nowNs() {
 }
 
 int blocks() {
-  static const int v = static_cast<int>(std::clamp<long long>(gBlocks.get(), 1, kResidentMaxBlocks));
+  static const int v = static_cast<int>(gBlocks.get());  // 1 to kResidentMaxBlocks (its range)
   return v;
 }
 

@@ -132,6 +132,22 @@ TEST(Registry, IntegerOutsideItsRangeFallsBackToDefault) {
   Registry::instance().resolveAll(fakeEnv({}));
 }
 
+// The library's own ranged settings (the unit tests link all of cgdr's core): the resident kernel's
+// blocks (1 to 32; before, a value outside was clamped without a word).
+TEST(Registry, ResidentBlocksTakeOneTo32) {
+  for (const char* v : {"1", "32"}) {
+    Registry::instance().resolveAll(fakeEnv({{"CGDR_CUDA_RESIDENT_BLOCKS", v}}));
+    EXPECT_EQ(rowOf("CGDR_CUDA_RESIDENT_BLOCKS").value, v);
+    EXPECT_EQ(rowOf("CGDR_CUDA_RESIDENT_BLOCKS").source, "env CGDR_CUDA_RESIDENT_BLOCKS");
+  }
+  for (const char* v : {"0", "33", "-1"}) {
+    Registry::instance().resolveAll(fakeEnv({{"CGDR_CUDA_RESIDENT_BLOCKS", v}}));
+    EXPECT_EQ(rowOf("CGDR_CUDA_RESIDENT_BLOCKS").value, "1") << v;
+    EXPECT_EQ(rowOf("CGDR_CUDA_RESIDENT_BLOCKS").source, "default (env CGDR_CUDA_RESIDENT_BLOCKS invalid)") << v;
+  }
+  Registry::instance().resolveAll(fakeEnv({}));
+}
+
 TEST(Registry, TuningFileBelowEnvironment) {
   char path[] = "/tmp/cgdr-tuning-XXXXXX";
   int fd = mkstemp(path);
