@@ -3,9 +3,9 @@
 // the environment (CGDR_* name, then documented aliases such as MV2_*), then the tuning file
 // (CGDR_TUNING_FILE), then the default. Nothing outside src/base reads the environment.
 #pragma once
-#include <cstddef>
 #include <climits>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
