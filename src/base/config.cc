@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <utility>
 #include <unistd.h>
 
 #include "base/log.hpp"
@@ -188,10 +189,24 @@ std::optional<std::string> Setting<long long>::parseInto(std::string_view t) {
 template <>
 std::string Setting<long long>::show() const { return std::to_string(value_); }
 
+namespace {
+// A size as a user would write it (4K, 1G; the suffixes parseBytes takes), else the plain number.
+std::string sizeText(std::size_t v) {
+  for (auto [shift, suffix] : {std::pair{30, "G"}, {20, "M"}, {10, "K"}})
+    if (v != 0 && v % (std::size_t{1} << shift) == 0) return std::to_string(v >> shift) + suffix;
+  return std::to_string(v);
+}
+}  // namespace
+
 template <>
 std::optional<std::string> Setting<Bytes>::parseInto(std::string_view t) {
   auto v = parseBytes(t);
   if (!v) return "expected a size such as 8192, 64K, 4M or 1G";
+  if (*v < range_.lo || *v > range_.hi) {
+    if (range_.hi == SIZE_MAX) return "expected a size of at least " + sizeText(range_.lo);
+    if (range_.lo == 0) return "expected a size of at most " + sizeText(range_.hi);
+    return "expected a size from " + sizeText(range_.lo) + " to " + sizeText(range_.hi);
+  }
   value_.value = *v;
   return std::nullopt;
 }

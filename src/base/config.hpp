@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace cgdr::base {
@@ -67,6 +68,10 @@ struct Choice {
 struct IntRange {
   long long lo = LLONG_MIN, hi = LLONG_MAX;
 };
+// The same for a size setting, in bytes.
+struct SizeRange {
+  std::size_t lo = 0, hi = SIZE_MAX;
+};
 
 // Parsers shared by settings and tests.
 std::optional<bool> parseBool(std::string_view text);
@@ -80,10 +85,11 @@ class Setting final : public SettingBase {
  public:
   Setting(const char* name, const char* def, const char* units, const char* help,
           std::initializer_list<const char*> aliases = {});
-  // An integer setting that takes only the values of `range`.
-  Setting(const char* name, const char* def, const char* units, const char* help, IntRange range,
+  // An integer (IntRange) or size (SizeRange) setting that takes only the values of `range`.
+  using Range = std::conditional_t<std::same_as<T, Bytes>, SizeRange, IntRange>;
+  Setting(const char* name, const char* def, const char* units, const char* help, Range range,
           std::initializer_list<const char*> aliases = {})
-    requires std::same_as<T, long long>
+    requires std::same_as<T, long long> || std::same_as<T, Bytes>
       : Setting(name, def, units, help, aliases) {
     range_ = range;
   }
@@ -96,7 +102,7 @@ class Setting final : public SettingBase {
   std::optional<std::string> parseInto(std::string_view text) override;
   std::string show() const override;
   T value_{};
-  IntRange range_;  // integer settings only
+  Range range_;  // integer and size settings only
 };
 
 // A setting whose value is one of a fixed list of names.

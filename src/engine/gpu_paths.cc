@@ -27,8 +27,8 @@ base::Setting<bool> gVmm("CGDR_CUDA_VMM", "1", "",
                          "the only GPU path across PID namespaces).");
 base::Setting<base::Bytes> gBlock("CGDR_CUDA_BLOCK_SIZE", "16M", "bytes",
                                   "Block size of the cuMem staging ring (cuda-vmm-stage pipelines in blocks of this "
-                                  "size).",
-                                  {"MV2_CUDA_BLOCK_SIZE"});
+                                  "size); 64K to 4G, rounded down to a multiple of 4K.",
+                                  base::SizeRange{64 * 1024, std::size_t{4} << 30}, {"MV2_CUDA_BLOCK_SIZE"});
 
 constexpr std::uint64_t kRingKey = ~std::uint64_t{0};
 
@@ -68,7 +68,7 @@ std::unique_ptr<GpuPaths> GpuPaths::open(MPI_Comm world, std::uint64_t nonce, co
   }
   g->ringShared_.reset(new std::atomic<std::uint64_t>[t.peers.size()]());
   g->ringMapped_.reset(new std::atomic<std::uint64_t>[t.peers.size()]());
-  g->slotBytes_ = std::max<std::size_t>(gBlock.get().value, 64 * 1024) & ~std::size_t{4095};
+  g->slotBytes_ = gBlock.get().value & ~std::size_t{4095};  // 64K to 4G (the setting's range)
   // Every rank takes part in the link's wire-up or none does (settings may differ per rank).
 #if CGDR_HAVE_CUDA
   int want = gVmm.get() ? 1 : 0, all = 0;

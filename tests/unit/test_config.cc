@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <utility>
 
 #include "base/config.hpp"
 #include "base/log.hpp"
+#include "channel/shm/endpoint.hpp"
 
 using namespace cgdr::base;
 
@@ -18,6 +20,10 @@ Setting<Bytes> gSize("CGDR_TEST_SIZE", "64K", "bytes", "test setting");
 Setting<bool> gFlag("CGDR_TEST_FLAG", "0", "", "test setting", {"MV2_TEST_FLAG"});
 Setting<long long> gRanged("CGDR_TEST_RANGED", "5", "items", "test setting", IntRange{-2, 10});
 Setting<long long> gAtLeast("CGDR_TEST_AT_LEAST", "3", "items", "test setting", IntRange{1}, {"MV2_TEST_AT_LEAST"});
+Setting<Bytes> gSized("CGDR_TEST_SIZED", "64K", "bytes", "test setting", SizeRange{4096, std::size_t{1} << 30});
+Setting<Bytes> gSizeAtLeast("CGDR_TEST_SIZE_AT_LEAST", "1M", "bytes", "test setting", SizeRange{1000},
+                            {"MV2_TEST_SIZE_AT_LEAST"});
+Setting<Bytes> gSizeAtMost("CGDR_TEST_SIZE_AT_MOST", "0", "bytes", "test setting", SizeRange{0, 3 << 20});
 ChoiceSetting gMode("CGDR_TEST_MODE", "container", {"container", "hostname", "off"}, "test setting");
 
 EnvLookup fakeEnv(std::map<std::string, std::string> vars) {
@@ -145,6 +151,88 @@ TEST(Registry, ResidentBlocksTakeOneTo32) {
     EXPECT_EQ(rowOf("CGDR_CUDA_RESIDENT_BLOCKS").value, "1") << v;
     EXPECT_EQ(rowOf("CGDR_CUDA_RESIDENT_BLOCKS").source, "default (env CGDR_CUDA_RESIDENT_BLOCKS invalid)") << v;
   }
+  Registry::instance().resolveAll(fakeEnv({}));
+}
+
+TEST(Registry, SizeOutsideItsRangeFallsBackToDefault) {
+  for (auto [text, bytes] : {std::pair{"4K", 4096ull}, {"4096", 4096ull}, {"1G", 1ull << 30},
+                             {"1073741824", 1ull << 30}, {"65537", 65537ull}}) {
+    Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_SIZED", text}}));
+    EXPECT_EQ(gSized.get().value, bytes) << text;
+    EXPECT_EQ(rowOf("CGDR_TEST_SIZED").source, "env CGDR_TEST_SIZED") << text;
+  }
+  for (const char* v : {"4095", "0", "1073741825", "2G", "16G"}) {
+    Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_SIZED", v}}));
+    EXPECT_EQ(gSized.get().value, 65536u) << v;
+    EXPECT_EQ(rowOf("CGDR_TEST_SIZED").source, "default (env CGDR_TEST_SIZED invalid)") << v;
+  }
+  // The warning names the sizes the setting takes, as a user would write them where a suffix fits.
+  int level = logstate::level.exchange(static_cast<int>(LogLevel::kWarn));
+  testing::internal::CaptureStderr();
+  Registry::instance().resolveAll(fakeEnv(
+      {{"CGDR_TEST_SIZED", "2G"}, {"MV2_TEST_SIZE_AT_LEAST", "999"}, {"CGDR_TEST_SIZE_AT_MOST", "3145729"}}));
+  std::string err = testing::internal::GetCapturedStderr();
+  logstate::level.store(level);
+  EXPECT_NE(err.find("CGDR_TEST_SIZED='2G' is not valid (expected a size from 4K to 1G); using the default '64K'"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("CGDR_TEST_SIZE_AT_LEAST='999' is not valid (expected a size of at least 1000)"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("CGDR_TEST_SIZE_AT_MOST='3145729' is not valid (expected a size of at most 3M)"),
+            std::string::npos) << err;
+  EXPECT_EQ(gSizeAtLeast.get().value, 1u << 20);
+  EXPECT_EQ(rowOf("CGDR_TEST_SIZE_AT_LEAST").source, "default (env MV2_TEST_SIZE_AT_LEAST (alias) invalid)");
+  EXPECT_EQ(gSizeAtMost.get().value, 0u);
+  Registry::instance().resolveAll(fakeEnv({{"MV2_TEST_SIZE_AT_LEAST", "16G"}, {"CGDR_TEST_SIZE_AT_MOST", "3M"}}));
+  EXPECT_EQ(gSizeAtLeast.get().value, std::size_t{16} << 30);
+  EXPECT_EQ(gSizeAtMost.get().value, 3u << 20);
+  Registry::instance().resolveAll(fakeEnv({}));
+}
+
+// The shared-memory segment's geometry (the host channel's and cuda-staged's chunks, the cuMem
+// staging ring's slots): a value past its range is refused, not cut to 32 bits (before, a ring or
+// chunk of 4G became 0 bytes: a division by zero, or records no peer could match).
+TEST(Registry, SegmentGeometryTakesItsRanges) {
+  namespace shm = cgdr::channel::shm;
+  Registry::instance().resolveAll(fakeEnv({}));
+  shm::Config d = shm::configFromSettings();
+  EXPECT_EQ(d.ringBytes, 65536u);
+  EXPECT_EQ(d.chunkBytes, 262144u);
+  Registry::instance().resolveAll(fakeEnv({{"CGDR_SHM_RING_BYTES", "4G"}, {"CGDR_SHM_CHUNK_BYTES", "4G"},
+                                           {"CGDR_SHM_CHUNKS", "4294967298"}, {"CGDR_SHM_CTL_SLOTS", "4294967297"},
+                                           {"CGDR_CUDA_STAGE_SLOTS", "1"}, {"CGDR_SHM_DESC_SLOTS", "-5"},
+                                           {"MV2_CUDA_BLOCK_SIZE", "8G"}}));
+  shm::Config bad = shm::configFromSettings();
+  EXPECT_EQ(bad.ringBytes, d.ringBytes);
+  EXPECT_EQ(bad.chunkBytes, d.chunkBytes);
+  EXPECT_EQ(bad.chunks, 64u);
+  EXPECT_EQ(bad.ctlSlots, 256u);
+  EXPECT_EQ(bad.devSlots, 4u);
+  EXPECT_EQ(bad.descSlots, 256u);
+  EXPECT_EQ(rowOf("CGDR_CUDA_BLOCK_SIZE").value, std::to_string(16u << 20));
+  EXPECT_EQ(rowOf("CGDR_CUDA_BLOCK_SIZE").source, "default (env MV2_CUDA_BLOCK_SIZE (alias) invalid)");
+  // The bounds themselves are taken (sizes rounded down to a multiple of 64).
+  Registry::instance().resolveAll(fakeEnv({{"CGDR_SHM_RING_BYTES", "1G"}, {"CGDR_SHM_CHUNK_BYTES", "4100"},
+                                           {"CGDR_SHM_CHUNKS", "65536"}, {"CGDR_SHM_CTL_SLOTS", "16"},
+                                           {"CGDR_CUDA_STAGE_SLOTS", "4096"}, {"CGDR_SHM_DESC_SLOTS", "0"},
+                                           {"MV2_CUDA_BLOCK_SIZE", "4G"}}));
+  shm::Config hi = shm::configFromSettings();
+  EXPECT_EQ(hi.ringBytes, 1u << 30);
+  EXPECT_EQ(hi.chunkBytes, 4096u);
+  EXPECT_EQ(hi.chunks, 65536u);
+  EXPECT_EQ(hi.ctlSlots, 16u);
+  EXPECT_EQ(hi.devSlots, 4096u);
+  EXPECT_EQ(hi.descSlots, 0u);
+  EXPECT_EQ(rowOf("CGDR_CUDA_BLOCK_SIZE").value, std::to_string(4ull << 30));
+  Registry::instance().resolveAll(fakeEnv({{"CGDR_SHM_RING_BYTES", "4K"}, {"CGDR_SHM_CHUNK_BYTES", "1G"},
+                                           {"CGDR_SHM_CHUNKS", "2"}, {"CGDR_SHM_CTL_SLOTS", "1048576"},
+                                           {"CGDR_CUDA_STAGE_SLOTS", "2"}, {"CGDR_SHM_DESC_SLOTS", "65536"}}));
+  shm::Config lo = shm::configFromSettings();
+  EXPECT_EQ(lo.ringBytes, 4096u);
+  EXPECT_EQ(lo.chunkBytes, 1u << 30);
+  EXPECT_EQ(lo.chunks, 2u);
+  EXPECT_EQ(lo.ctlSlots, 1u << 20);
+  EXPECT_EQ(lo.devSlots, 2u);
+  EXPECT_EQ(lo.descSlots, 65536u);
   Registry::instance().resolveAll(fakeEnv({}));
 }
 
