@@ -158,6 +158,19 @@ for ch in host-pipeline cuda-vmm-stage cuda-vmm-zc; do
   [ $ch = cuda-vmm-zc ] || ! grep -q "stats: channels: .*$others" <<<"$out" ||
     fail "pods, $ch forced: $(grep -o "stats: channels: .*" <<<"$out" | sort -u | tr '\n' ' ')"
 done
+# The two staged channels at the smallest geometry their settings take (a staging ring of two 64 KiB
+# blocks; two host chunks of 4 KiB): messages of many blocks, sizes on and beside the blocks' ends.
+small="0,1,4095,4096,4097,64K-1,64K,64K+1,128K+3,1M+5"
+out=$(run "pods, staging ring at its smallest" -n 2 --gpus "$G" -x CGDR_FORCE_CHANNEL=cuda-vmm-stage \
+  -x CGDR_CUDA_BLOCK_SIZE=64K -x CGDR_CUDA_STAGE_SLOTS=2 -- "$T/p2p_basic" --kinds DD,DV,DH,HD --sizes $small)
+grep -q "stats: channels: .*cuda-vmm-stage" <<<"$out" || fail "pods, smallest staging ring: it carried nothing"
+grep -q "is not valid" <<<"$out" &&
+  fail "pods, smallest staging ring: $(grep -o "[A-Z_]*='[^']*' is not valid" <<<"$out")"
+out=$(run "pods, host chunks at their smallest" -n 2 --gpus "$G" -x CGDR_FORCE_CHANNEL=host-pipeline \
+  -x CGDR_SHM_CHUNK_BYTES=4K -x CGDR_SHM_CHUNKS=2 -- "$T/p2p_basic" --kinds DD,DV,DH,HD --sizes $small)
+grep -q "stats: channels: .*host-pipeline" <<<"$out" || fail "pods, smallest host chunks: the pipeline carried nothing"
+grep -q "is not valid" <<<"$out" &&
+  fail "pods, smallest host chunks: $(grep -o "[A-Z_]*='[^']*' is not valid" <<<"$out")"
 # The host chunks are page-locked at a pair's first GPU message, across namespaces too: here no
 # message goes through them (exportable buffers, cuda-vmm-zc forced; small sizes, so that
 # p2p_basic's own host messages, which cannot use CMA across PID namespaces, stay eager), yet
