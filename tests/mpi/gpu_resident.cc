@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   const int peer = me ^ 1;
   const int count = std::atoi(t::arg(argc, argv, "--count", "32").c_str());
   const int pauseUs = std::atoi(t::arg(argc, argv, "--pause-us", "0").c_str());
-  const bool sync = std::atoi(t::arg(argc, argv, "--sync", "0").c_str()) != 0;
+  [[maybe_unused]] const bool sync = std::atoi(t::arg(argc, argv, "--sync", "0").c_str()) != 0;  // (CUDA builds)
   const auto sizes = t::sizes(argc, argv);
   int msg = 0;
   if (peer < t::size()) {
