@@ -2,7 +2,7 @@
 # The GPU machine's one-call suite (nvidia-h200-x2; on a machine of one GPU both ranks and both
 # pods share it): builds cgdr, runs the GPU tests and the benchmarks, and leaves logs under $OUT
 # (suite.tgz with every log, summary.txt).
-#   SUITE_STEPS="env build tests hosttests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench syncafter neighbour bench osu" bench/gpu-suite.sh
+#   SUITE_STEPS="env build tests hosttests sanitize pods hostperf compare smallrep winab tune rail probe ab alloc mps visprobe resbench bursts syncafter neighbour bench osu" bench/gpu-suite.sh
 # Optional: OMB_DIR=<OSU micro-benchmarks built with CUDA> to run them against cgdr unchanged.
 # SUITE_DEADLINE (seconds, default 560): steps that would start after it are skipped, so the
 # logs always come back within one device call.
@@ -341,6 +341,24 @@ if has resbench 30; then
       CGDR_CUDA_RESIDENT_LIMIT=${RESBENCH_LIMIT:-1M} \
       taskset -c 2 timeout 60 "$build/bench/cgdr-resident-bench" -m "${RESBENCH_RANGE:-8:1M}" \
       -i "${RESBENCH_ITERS:-2000}" 2>&1 | tee -a "$summary"
+  done
+fi
+
+if has bursts 30; then
+  # Bursts of small copies after lulls (the kernel left): the later copies of each, posted while
+  # the kernel the earlier ones started is launched but not running, wait for its start (the
+  # default CGDR_CUDA_RESIDENT_START_WAIT) or go to the copy engine (0); CGDR_CUDA_RESIDENT=auto
+  # (cgdr-resident-bench -b; no MPI).
+  # BURST_GAPS: also 0 (no lull: the kernel stays between bursts).
+  for g in ${BURST_GAPS:-200}; do
+    for n in ${BURST_SIZES:-8 4K}; do
+      for b in ${BURST_COUNTS:-4 16}; do
+        for w in 0 30; do
+          CGDR_CUDA_RESIDENT_START_WAIT=$w taskset -c 2 timeout 60 "$build/bench/cgdr-resident-bench" -m "$n:$n" \
+            -b "$b" -g "$g" -i "${BURST_ITERS:-2000}" 2>&1 | tee -a "$summary"
+        done
+      done
+    done
   done
 fi
 

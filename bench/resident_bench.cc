@@ -20,6 +20,10 @@
 // ITERS times each: after the kernel's copy with the kernel left running (it stays for
 // CGDR_CUDA_RESIDENT_IDLE), after it was asked to leave (mem::residentLeave, as cgdr's
 // cudaDeviceSynchronize and cudaFree do), and after a copy on the copy engine (p50 / p90, us).
+// With -b BURST [-g US] (any CGDR_CUDA_RESIDENT): ITERS bursts of BURST copies of MIN bytes posted
+// back to back, US (200) apart, the kernel leaving between them: the time of a burst (first post
+// to all done, p50 / p90; and to its last post), how many the kernel took and how many waited for its start
+// (CGDR_CUDA_RESIDENT_START_WAIT).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -162,6 +166,53 @@ void load(char* dst, const char* src, std::size_t n, double seconds, std::size_t
                 pcieBytes, static_cast<double>(pcie.pairs) * static_cast<double>(pcieBytes) / seconds / 1e9);
 }
 
+// -b: bursts of `burst` copies of n bytes into distinct targets, posted back to back as a caller
+// posts them (taken by the kernel, or issued on the copy engine without waiting, the kernel then
+// woken), all waited for, then `gapUs` without a copy (the kernel leaves meanwhile), `iters` times.
+void bursts(char* dst, const char* src, std::size_t n, int burst, int iters, double gapUs, cudaStream_t stream,
+            cudaEvent_t ev) {
+  const mem::ResidentCounts before = mem::residentCounts();
+  std::vector<double> t, posted;
+  unsigned long long byKernel = 0;
+  for (int k = 0; k < iters + 10; ++k) {
+    const auto t0 = Clock::now();
+    std::uint64_t last = 0;
+    bool engine = false;
+    for (int m = 0; m < burst; ++m) {
+      if (std::uint64_t seq = mem::residentPost(0, dst + m * n, src + m * n, n)) {
+        last = seq;
+        if (k >= 10) ++byKernel;
+      } else {
+        ok(cudaMemcpyAsync(dst + m * n, src + m * n, n, cudaMemcpyDefault, stream), "cudaMemcpyAsync");
+        engine = true;
+        mem::residentWake(0);
+      }
+    }
+    if (k >= 10) posted.push_back(us(Clock::now() - t0));
+    if (engine) {
+      ok(cudaEventRecord(ev, stream), "cudaEventRecord");
+      cudaError_t q;
+      while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+      }
+      ok(q, "cudaEventQuery");
+    }
+    if (last) residentWait(last);
+    const auto done = Clock::now();
+    if (k >= 10) t.push_back(us(done - t0));
+    while (us(Clock::now() - done) < gapUs) {
+    }
+  }
+  const mem::ResidentCounts after = mem::residentCounts();
+  const unsigned long long waited = after.waited - before.waited;
+  std::printf("bursts of %d copies of %zu B, %.0f us apart (CGDR_CUDA_RESIDENT_START_WAIT=%s): p50 %.2f us, p90 %.2f "
+              "us (all posted at p50 %.2f us); %llu of %d copies by the kernel in %llu launches, %llu waited for its start "
+              "(%.2f us on average)\n",
+              burst, n, gapUs, std::getenv("CGDR_CUDA_RESIDENT_START_WAIT") ?: "(default)", pct(t, 0.5), pct(t, 0.9),
+              pct(posted, 0.5),
+              byKernel, burst * iters, after.launches - before.launches, waited,
+              waited ? static_cast<double>(after.waitedNs - before.waitedNs) / 1e3 / waited : 0.0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -170,8 +221,22 @@ int main(int argc, char** argv) {
   double seconds = 0;
   int syncIters = 0;
   std::size_t pcieBytes = 0;
+  int burst = 0;
+  double gapUs = 200;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "-p")) {
+    if (!std::strcmp(argv[i], "-b")) {
+      burst = std::atoi(argv[i + 1]);
+      if (burst < 1 || burst > 4096) {
+        std::fprintf(stderr, "cgdr-resident-bench: -b BURST (1-4096 copies)\n");
+        return 2;
+      }
+    } else if (!std::strcmp(argv[i], "-g")) {
+      gapUs = std::atof(argv[i + 1]);
+      if (gapUs < 0) {
+        std::fprintf(stderr, "cgdr-resident-bench: -g MICROSECONDS (>= 0)\n");
+        return 2;
+      }
+    } else if (!std::strcmp(argv[i], "-p")) {
       auto b = base::parseBytes(argv[i + 1]);
       if (!b || *b == 0) {
         std::fprintf(stderr, "cgdr-resident-bench: -p BYTES (> 0)\n");
@@ -200,12 +265,13 @@ int main(int argc, char** argv) {
       lo = *a;
       hi = *b;
     } else {
-      std::fprintf(stderr, "usage: cgdr-resident-bench [-i ITERS] [-m MIN:MAX] [-l SECONDS [-p BYTES]] [-y ITERS]\n");
+      std::fprintf(stderr, "usage: cgdr-resident-bench [-i ITERS] [-m MIN:MAX] [-l SECONDS [-p BYTES]] [-y ITERS] "
+                           "[-b BURST [-g US]]\n");
       return 2;
     }
   }
   const char* mode = std::getenv("CGDR_CUDA_RESIDENT");
-  if (seconds == 0 && (!mode || std::string(mode) != "always")) {
+  if (seconds == 0 && burst == 0 && (!mode || std::string(mode) != "always")) {
     std::fprintf(stderr, "cgdr-resident-bench: run with CGDR_CUDA_RESIDENT=always\n");
     return 2;
   }
@@ -224,10 +290,11 @@ int main(int argc, char** argv) {
   cudaStream_t stream = nullptr;
   cudaEvent_t ev = nullptr;
   ok(cudaSetDevice(peer), "cudaSetDevice");
-  ok(cudaMalloc(&dst, hi), "cudaMalloc");
+  const std::size_t room = std::max(hi, static_cast<std::size_t>(std::max(burst, 1)) * lo);  // (-b: a target each)
+  ok(cudaMalloc(&dst, room), "cudaMalloc");
   ok(cudaSetDevice(0), "cudaSetDevice");
-  ok(cudaMalloc(&src, hi), "cudaMalloc");
-  ok(cudaMemset(src, 0x5a, hi), "cudaMemset");
+  ok(cudaMalloc(&src, room), "cudaMalloc");
+  ok(cudaMemset(src, 0x5a, room), "cudaMemset");
   ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
   if (peer) {
@@ -236,6 +303,10 @@ int main(int argc, char** argv) {
   }
   if (seconds > 0) {
     load(dst, src, lo, seconds, pcieBytes, stream, ev);
+    return 0;
+  }
+  if (burst > 0) {
+    bursts(dst, src, lo, burst, iters, gapUs, stream, ev);
     return 0;
   }
   if (syncIters > 0) {

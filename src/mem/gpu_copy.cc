@@ -36,7 +36,8 @@ CopyCounts copyCounts() {
           r.redone,                                     r.notRunning,
           r.full,                                       r.crewed,
           r.turned,                                     r.leftAsked,
-          r.longestNs};
+          r.longestNs,                                  r.waited,
+          r.waitedNs};
 }
 
 #if CGDR_HAVE_CUDA

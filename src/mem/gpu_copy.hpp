@@ -162,12 +162,13 @@ class GpuCopy {
 // it was not running (after a first launch) or full; `residentCrewed`: batches of them its
 // helpers shared (CGDR_CUDA_RESIDENT_BLOCKS); `residentTurned`, `residentLeftAsked`: kernels that
 // left switched out, or asked to (before cudaDeviceSynchronize, cudaFree); `residentLongestNs`:
-// the longest time a kernel spent between two looks (mem/resident.hpp).
+// the longest time a kernel spent between two looks; `residentWaited`: copies that waited for a
+// launched kernel's start, `residentWaitedNs` in all (mem/resident.hpp).
 struct CopyCounts {
   unsigned long long graph = 0, repeated = 0, plain = 0, asked = 0, inferred = 0, batched = 0, kernels = 0,
                      batchedLargest = 0, resident = 0, residentLaunches = 0, residentRedone = 0, residentNotRunning = 0,
                      residentFull = 0, residentCrewed = 0, residentTurned = 0, residentLeftAsked = 0,
-                     residentLongestNs = 0;
+                     residentLongestNs = 0, residentWaited = 0, residentWaitedNs = 0;
 };
 CopyCounts copyCounts();
 

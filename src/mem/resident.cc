@@ -64,6 +64,12 @@ base::Setting<double> gBackoff(
     "running kernels back to back on one H200, that process's kernels took 505-508 us each with the kernel staying, "
     "274-277 with it leaving, as with copies on the copy engine, and 11-12 with the GPU to itself: "
     "docs/performance.md, fifty-second session). 0: it does not watch (stays, as before that session).");
+base::Setting<double> gStartWait(
+    "CGDR_CUDA_RESIDENT_START_WAIT", "30", "us",
+    "A copy CGDR_CUDA_RESIDENT could take that comes while the kernel was launched but has not started yet waits "
+    "for its start, up to this long after the launch, instead of going to the copy engine (the later copies of a "
+    "burst that came after a lull, whose first one started the kernel). Past it (the GPU busy with other "
+    "kernels), copies go to the copy engine: none waits on a kernel that may not start. 0: none waits.");
 base::Setting<base::Bytes> gSolo("CGDR_CUDA_RESIDENT_SOLO", "16K", "bytes",
                                  "With CGDR_CUDA_RESIDENT_BLOCKS > 1, the largest copy the kernel's first block moves "
                                  "alone; larger ones it shares with its helpers (sharing costs ~2 us: within one H200, "
@@ -82,7 +88,7 @@ constexpr unsigned kMostDoublings = 6;           // CGDR_CUDA_RESIDENT_BACKOFF g
 constexpr int kMaxDevices = 64;
 
 std::atomic<unsigned long long> gCopies{0}, gLaunches{0}, gRedone{0}, gNotRunning{0}, gFull{0}, gCrewed{0},
-    gTurned{0}, gLeftAsked{0}, gLongest{0};
+    gTurned{0}, gLeftAsked{0}, gLongest{0}, gWaited{0}, gWaitedNs{0};
 
 }  // namespace
 
@@ -105,6 +111,11 @@ std::uint64_t idleNs() {
   return v;
 }
 
+std::uint64_t startWaitNs() {  // (0: no copy waits for a launched kernel to start)
+  static const std::uint64_t v = static_cast<std::uint64_t>(std::clamp(gStartWait.get(), 0.0, 1000.0) * 1000.0);
+  return v;
+}
+
 std::uint64_t backoffNs() {  // (0: the kernel does not watch for turns)
   static const std::uint64_t v = static_cast<std::uint64_t>(std::max(0.0, gBackoff.get()) * 1e6);
   return v;
@@ -124,6 +135,7 @@ struct Device {
   std::atomic<std::uint64_t> floor{0};
   std::uint64_t lastNs = 0;   // the last copy it could have taken
   std::uint64_t checkNs = 0;  // its stream last asked
+  std::uint64_t launchNs = 0;  // its launch
   std::uint64_t pauseUntil = 0;  // not started before (CGDR_CUDA_RESIDENT_BACKOFF)
   unsigned turns = 0;            // kernels that left switched out
   bool wanted = false, broken = false, prepared = false, shared = false;
@@ -246,6 +258,13 @@ std::uint64_t residentPost(int device, void* dst, const void* src, std::size_t n
     gNotRunning.fetch_add(1, std::memory_order_relaxed);
     return 0;
   }
+  if (d->box && launching(*d) && now - d->launchNs < startWaitNs()) {  // (see CGDR_CUDA_RESIDENT_START_WAIT)
+    const std::uint64_t until = d->launchNs + startWaitNs();
+    std::uint64_t t = now;
+    while (launching(*d) && t < until) t = nowNs();
+    gWaited.fetch_add(1, std::memory_order_relaxed);
+    gWaitedNs.fetch_add(t - now, std::memory_order_relaxed);
+  }
   if (!d->box || !running(*d)) {
     if (often && !(d->box && launching(*d))) d->wanted = true;
     if (d->gen) gNotRunning.fetch_add(1, std::memory_order_relaxed);
@@ -326,7 +345,7 @@ void residentWake(int device) {
   }
   d->gen = gen;
   d->floor.store(d->posted, std::memory_order_release);  // (reap left nothing above it undone)
-  d->checkNs = nowNs();
+  d->checkNs = d->launchNs = nowNs();
   gLaunches.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -450,7 +469,8 @@ ResidentCounts residentCounts() {
   return {gCopies.load(std::memory_order_relaxed), gLaunches.load(std::memory_order_relaxed),
           gRedone.load(std::memory_order_relaxed), gNotRunning.load(std::memory_order_relaxed),
           gFull.load(std::memory_order_relaxed), crewed, gTurned.load(std::memory_order_relaxed),
-          gLeftAsked.load(std::memory_order_relaxed), gLongest.load(std::memory_order_relaxed)};
+          gLeftAsked.load(std::memory_order_relaxed), gLongest.load(std::memory_order_relaxed),
+          gWaited.load(std::memory_order_relaxed), gWaitedNs.load(std::memory_order_relaxed)};
 }
 
 }  // namespace cgdr::mem

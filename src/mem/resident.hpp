@@ -25,7 +25,8 @@ struct DoneFlag {
 // nothing refused it on this process's GPUs).
 bool residentFits(std::size_t n);
 // Posts the copy to `device`'s resident kernel where it runs and has room: its number there (> 0);
-// else 0, nothing posted. Where the kernel does not run and such copies came less than 100 us
+// else 0, nothing posted. Where the kernel was launched but has not started, waits for its start
+// up to CGDR_CUDA_RESIDENT_START_WAIT after the launch. Where the kernel does not run and such copies came less than 100 us
 // apart, marks it wanted: residentWake starts it. `flag` (optional): set once the copy is done, by
 // the kernel, or here where the copy is made on the copy engine after the kernel left without it
 // (a copy that fails leaves it alone).
@@ -65,10 +66,11 @@ void residentQuiesce();
 // paused: CGDR_CUDA_RESIDENT_BACKOFF) or full; batches of copies its helpers shared
 // (CGDR_CUDA_RESIDENT_BLOCKS); kernels that left because their context was switched out, or
 // because they were asked (residentLeave), and the longest time any kernel that ended spent
-// between two looks at its mailbox, in ns (CGDR_STATS).
+// between two looks at its mailbox, in ns; copies that waited for a launched kernel's start
+// (CGDR_CUDA_RESIDENT_START_WAIT) and their waits' sum in ns (CGDR_STATS).
 struct ResidentCounts {
   unsigned long long copies = 0, launches = 0, redone = 0, notRunning = 0, full = 0, crewed = 0, turned = 0,
-                     leftAsked = 0, longestNs = 0;
+                     leftAsked = 0, longestNs = 0, waited = 0, waitedNs = 0;
 };
 ResidentCounts residentCounts();
 
