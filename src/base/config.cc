@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <utility>
@@ -116,7 +117,7 @@ SettingRow SettingBase::row() const {
   ensureResolved();
   std::string aliases;
   for (const auto& a : aliases_) aliases += (aliases.empty() ? "" : ",") + a;
-  return {name_, type_, show(), default_, units_, source_, help_, aliases};
+  return {name_, type_, show(), default_, units_, source_, help_, aliases, rangeText()};
 }
 
 void SettingBase::ensureResolved() const {
@@ -164,6 +165,48 @@ void SettingBase::resolve(const EnvLookup& env,
   source_ = from;
 }
 
+namespace {
+// The values of [r.lo, r.hi] in words: "from A to B", "at least A" or "at most B" where the other
+// side is the type's own limit (`noneLo`, `noneHi`), "" where both are; the bounds as `text` writes them.
+template <class R, class V, class Text>
+std::string rangeWords(const R& r, V noneLo, V noneHi, Text text) {
+  if (r.lo == noneLo && r.hi == noneHi) return "";
+  if (r.hi == noneHi) return "at least " + text(r.lo);
+  if (r.lo == noneLo) return "at most " + text(r.hi);
+  return "from " + text(r.lo) + " to " + text(r.hi);
+}
+// Why a value outside the range is refused: "expected an integer from -2 to 10", "... of at least 1".
+std::string outOfRange(const char* what, const std::string& words) {
+  return std::string("expected ") + what + (words.rfind("at ", 0) == 0 ? " of " : " ") + words;
+}
+std::string intText(long long v) { return std::to_string(v); }
+
+// A size as a user would write it (4K, 1G; the suffixes parseBytes takes), else the plain number.
+std::string sizeText(std::size_t v) {
+  for (auto [shift, suffix] : {std::pair{30, "G"}, {20, "M"}, {10, "K"}})
+    if (v != 0 && v % (std::size_t{1} << shift) == 0) return std::to_string(v >> shift) + suffix;
+  return std::to_string(v);
+}
+
+std::string numberText(double v) {  // (a whole number in full; else 0.9, 1e-06: 6 significant digits)
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+}  // namespace
+
+template <>
+std::string Setting<bool>::rangeText() const { return ""; }
+template <>
+std::string Setting<long long>::rangeText() const { return rangeWords(range_, LLONG_MIN, LLONG_MAX, intText); }
+template <>
+std::string Setting<Bytes>::rangeText() const { return rangeWords(range_, std::size_t{0}, SIZE_MAX, sizeText); }
+template <>
+std::string Setting<double>::rangeText() const { return rangeWords(range_, -HUGE_VAL, HUGE_VAL, numberText); }
+template <>
+std::string Setting<std::string>::rangeText() const { return ""; }
+
 template <>
 std::optional<std::string> Setting<bool>::parseInto(std::string_view t) {
   auto v = parseBool(t);
@@ -174,39 +217,23 @@ std::optional<std::string> Setting<bool>::parseInto(std::string_view t) {
 template <>
 std::string Setting<bool>::show() const { return value_ ? "1" : "0"; }
 
+
 template <>
 std::optional<std::string> Setting<long long>::parseInto(std::string_view t) {
   auto v = parseInt(t);
   if (!v) return "expected an integer";
-  if (*v < range_.lo || *v > range_.hi) {
-    if (range_.hi == LLONG_MAX) return "expected an integer of at least " + std::to_string(range_.lo);
-    if (range_.lo == LLONG_MIN) return "expected an integer of at most " + std::to_string(range_.hi);
-    return "expected an integer from " + std::to_string(range_.lo) + " to " + std::to_string(range_.hi);
-  }
+  if (*v < range_.lo || *v > range_.hi) return outOfRange("an integer", rangeText());
   value_ = *v;
   return std::nullopt;
 }
 template <>
 std::string Setting<long long>::show() const { return std::to_string(value_); }
 
-namespace {
-// A size as a user would write it (4K, 1G; the suffixes parseBytes takes), else the plain number.
-std::string sizeText(std::size_t v) {
-  for (auto [shift, suffix] : {std::pair{30, "G"}, {20, "M"}, {10, "K"}})
-    if (v != 0 && v % (std::size_t{1} << shift) == 0) return std::to_string(v >> shift) + suffix;
-  return std::to_string(v);
-}
-}  // namespace
-
 template <>
 std::optional<std::string> Setting<Bytes>::parseInto(std::string_view t) {
   auto v = parseBytes(t);
   if (!v) return "expected a size such as 8192, 64K, 4M or 1G";
-  if (*v < range_.lo || *v > range_.hi) {
-    if (range_.hi == SIZE_MAX) return "expected a size of at least " + sizeText(range_.lo);
-    if (range_.lo == 0) return "expected a size of at most " + sizeText(range_.hi);
-    return "expected a size from " + sizeText(range_.lo) + " to " + sizeText(range_.hi);
-  }
+  if (*v < range_.lo || *v > range_.hi) return outOfRange("a size", rangeText());
   value_.value = *v;
   return std::nullopt;
 }
@@ -215,8 +242,9 @@ std::string Setting<Bytes>::show() const { return std::to_string(value_.value); 
 
 template <>
 std::optional<std::string> Setting<double>::parseInto(std::string_view t) {
-  auto v = parseDouble(t);
+  auto v = parseDouble(t);  // (finite)
   if (!v) return "expected a number";
+  if (*v < range_.lo || *v > range_.hi) return outOfRange("a number", rangeText());
   value_ = *v;
   return std::nullopt;
 }

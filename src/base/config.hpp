@@ -4,6 +4,7 @@
 // (CGDR_TUNING_FILE), then the default. Nothing outside src/base reads the environment.
 #pragma once
 #include <climits>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,7 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 // One row of the settings table as cgdr-info prints it.
 struct SettingRow {
   std::string name, type, value, defaultValue, units, source, help, aliases;
+  std::string range;  // the values it takes where its type's are more: "from 4K to 1G", "at least 1"
 };
 
 // Type-independent part of a setting; registers itself in the registry on construction.
@@ -44,6 +46,7 @@ class SettingBase {
   // Parses text into the typed value; returns an explanation on failure.
   virtual std::optional<std::string> parseInto(std::string_view text) = 0;
   virtual std::string show() const = 0;
+  virtual std::string rangeText() const { return ""; }
   void ensureResolved() const;
 
  private:
@@ -72,6 +75,10 @@ struct IntRange {
 struct SizeRange {
   std::size_t lo = 0, hi = SIZE_MAX;
 };
+// The same for a number setting (the bounds taken).
+struct DoubleRange {
+  double lo = -HUGE_VAL, hi = HUGE_VAL;
+};
 
 // Parsers shared by settings and tests.
 std::optional<bool> parseBool(std::string_view text);
@@ -85,11 +92,13 @@ class Setting final : public SettingBase {
  public:
   Setting(const char* name, const char* def, const char* units, const char* help,
           std::initializer_list<const char*> aliases = {});
-  // An integer (IntRange) or size (SizeRange) setting that takes only the values of `range`.
-  using Range = std::conditional_t<std::same_as<T, Bytes>, SizeRange, IntRange>;
+  // An integer (IntRange), size (SizeRange) or number (DoubleRange) setting that takes only the
+  // values of `range`.
+  using Range = std::conditional_t<std::same_as<T, Bytes>, SizeRange,
+                                   std::conditional_t<std::same_as<T, double>, DoubleRange, IntRange>>;
   Setting(const char* name, const char* def, const char* units, const char* help, Range range,
           std::initializer_list<const char*> aliases = {})
-    requires std::same_as<T, long long> || std::same_as<T, Bytes>
+    requires std::same_as<T, long long> || std::same_as<T, Bytes> || std::same_as<T, double>
       : Setting(name, def, units, help, aliases) {
     range_ = range;
   }
@@ -101,8 +110,9 @@ class Setting final : public SettingBase {
  private:
   std::optional<std::string> parseInto(std::string_view text) override;
   std::string show() const override;
+  std::string rangeText() const override;
   T value_{};
-  Range range_;  // integer and size settings only
+  Range range_;  // integer, size and number settings only
 };
 
 // A setting whose value is one of a fixed list of names.

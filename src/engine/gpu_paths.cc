@@ -27,7 +27,7 @@ base::Setting<bool> gVmm("CGDR_CUDA_VMM", "1", "",
                          "the only GPU path across PID namespaces).");
 base::Setting<base::Bytes> gBlock("CGDR_CUDA_BLOCK_SIZE", "16M", "bytes",
                                   "Block size of the cuMem staging ring (cuda-vmm-stage pipelines in blocks of this "
-                                  "size); 64K to 4G, rounded down to a multiple of 4K.",
+                                  "size), rounded down to a multiple of 4K.",
                                   base::SizeRange{64 * 1024, std::size_t{4} << 30}, {"MV2_CUDA_BLOCK_SIZE"});
 
 constexpr std::uint64_t kRingKey = ~std::uint64_t{0};

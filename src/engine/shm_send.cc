@@ -19,7 +19,8 @@ base::Setting<base::Bytes> gRailBlock("CGDR_CUDA_HOST_RAIL_BLOCK", "1M", "bytes"
 base::Setting<double> gAdvertWait("CGDR_CUDA_ADVERT_WAIT", "2", "us",
                                   "A blocking send of GPU data to a co-located peer whose receives were lately "
                                   "advertised before their messages came waits up to this long for the advert of "
-                                  "its receive before it sends an envelope (0: never waits).");
+                                  "its receive before it sends an envelope (0: never waits).",
+                                  base::DoubleRange{0, 1'000'000});
 }  // namespace
 
 ShmSend::ShmSend(ShmEngine& e, shm::Peer& p, const base::SendArgs& a, const CommInfo& c, SendData data)
@@ -332,7 +333,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
 // that runs out stops the waiting for this peer until a send claims an advert again.
 bool ShmSend::awaitAdvert() {
   if (!blocking_ || !peer_.advertsInTime || state_ != State::kQueued) return false;
-  static const std::uint64_t waitNs = static_cast<std::uint64_t>(std::max(0.0, gAdvertWait.get()) * 1000.0);
+  static const std::uint64_t waitNs = static_cast<std::uint64_t>(gAdvertWait.get() * 1000.0);  // (0-1 s: its range)
   if (waitNs == 0) return false;
   std::uint64_t now = ShmEngine::traceNow();
   if (!advertWaitFrom_) {

@@ -76,7 +76,8 @@ base::Setting<long long> gLanes("CGDR_CUDA_PEER_LANES", "4", "streams",
                                 "process sees, no difference). Across two pods on two H100s: bandwidth at 2-4 MiB "
                                 "1.20-1.22x, both ways at once at 2-32 MiB 1.05-1.37x (medians of three runs; "
                                 "docs/performance.md, thirty-eighth session). Each lane keeps its own copy graphs "
-                                "(CGDR_CUDA_COPY_GRAPHS). 1 to 4; 1: one stream.");
+                                "(CGDR_CUDA_COPY_GRAPHS). 1: one stream.",
+                                base::IntRange{1, kMaxLanes});
 
 base::Setting<base::Bytes> gLanesMin("CGDR_CUDA_PEER_LANES_MIN", "2M", "bytes",
                                      "CGDR_CUDA_PEER_LANES spreads copies of at least this size; smaller ones stay on "
@@ -85,11 +86,7 @@ base::Setting<base::Bytes> gLanesMin("CGDR_CUDA_PEER_LANES_MIN", "2M", "bytes",
                                      "run; docs/performance.md, thirty-eighth session).");
 
 int lanes() {
-  static const int n = [] {
-    long long v = gLanes.get(), used = std::clamp<long long>(v, 1, kMaxLanes);
-    if (v != used) CGDR_LOG(kWarn, kCuda, "CGDR_CUDA_PEER_LANES=%lld is outside 1..%d: %lld used", v, kMaxLanes, used);
-    return static_cast<int>(used);
-  }();
+  static const int n = static_cast<int>(gLanes.get());  // (1 to kMaxLanes: its range)
   return n;
 }
 

@@ -47,10 +47,11 @@ base::Setting<double> gIdle("CGDR_CUDA_RESIDENT_IDLE", "20", "us",
                             "CGDR_CUDA_RESIDENT's kernel leaves after this long without a copy or an MPI progress "
                             "step of its process. What waits for the whole GPU waits for it to leave: up to this "
                             "long after the process left MPI, except cudaDeviceSynchronize and cudaFree through the "
-                            "shared CUDA runtime, which ask it to leave at once.");
+                            "shared CUDA runtime, which ask it to leave at once.",
+                            base::DoubleRange{1, 10'000'000});
 
 base::Setting<long long> gBlocks("CGDR_CUDA_RESIDENT_BLOCKS", "1", "blocks",
-                                 "Blocks of CGDR_CUDA_RESIDENT's kernel (1-32, 128 threads each). Beyond the first, "
+                                 "Blocks of CGDR_CUDA_RESIDENT's kernel (128 threads each). Beyond the first, "
                                  "helpers that copy their parts of copies larger than CGDR_CUDA_RESIDENT_SOLO: with "
                                  "them CGDR_CUDA_RESIDENT_LIMIT may be raised. They stay on their SMs while the kernel "
                                  "runs.",
@@ -63,13 +64,15 @@ base::Setting<double> gBackoff(
     "spinning, it would hold the GPU from the other process's work for its whole time slice (beside a process "
     "running kernels back to back on one H200, that process's kernels took 505-508 us each with the kernel staying, "
     "274-277 with it leaving, as with copies on the copy engine, and 11-12 with the GPU to itself: "
-    "docs/performance.md, fifty-second session). 0: it does not watch (stays, as before that session).");
+    "docs/performance.md, fifty-second session). 0: it does not watch (stays, as before that session).",
+    base::DoubleRange{0, 3'600'000});
 base::Setting<double> gStartWait(
     "CGDR_CUDA_RESIDENT_START_WAIT", "30", "us",
     "A copy CGDR_CUDA_RESIDENT could take that comes while the kernel was launched but has not started yet waits "
     "for its start, up to this long after the launch, instead of going to the copy engine (the later copies of a "
     "burst that came after a lull, whose first one started the kernel). Past it (the GPU busy with other "
-    "kernels), copies go to the copy engine: none waits on a kernel that may not start. 0: none waits.");
+    "kernels), copies go to the copy engine: none waits on a kernel that may not start. 0: none waits.",
+    base::DoubleRange{0, 1000});
 base::Setting<base::Bytes> gSolo("CGDR_CUDA_RESIDENT_SOLO", "16K", "bytes",
                                  "With CGDR_CUDA_RESIDENT_BLOCKS > 1, the largest copy the kernel's first block moves "
                                  "alone; larger ones it shares with its helpers (sharing costs ~2 us: within one H200, "
@@ -107,17 +110,17 @@ int blocks() {
 }
 
 std::uint64_t idleNs() {
-  static const std::uint64_t v = static_cast<std::uint64_t>(std::max(1.0, gIdle.get()) * 1000.0);
+  static const std::uint64_t v = static_cast<std::uint64_t>(gIdle.get() * 1000.0);  // (1 us to 10 s: its range)
   return v;
 }
 
 std::uint64_t startWaitNs() {  // (0: no copy waits for a launched kernel to start)
-  static const std::uint64_t v = static_cast<std::uint64_t>(std::clamp(gStartWait.get(), 0.0, 1000.0) * 1000.0);
+  static const std::uint64_t v = static_cast<std::uint64_t>(gStartWait.get() * 1000.0);  // (0-1000 us: its range)
   return v;
 }
 
 std::uint64_t backoffNs() {  // (0: the kernel does not watch for turns)
-  static const std::uint64_t v = static_cast<std::uint64_t>(std::max(0.0, gBackoff.get()) * 1e6);
+  static const std::uint64_t v = static_cast<std::uint64_t>(gBackoff.get() * 1e6);  // (up to an hour: its range)
   return v;
 }
 

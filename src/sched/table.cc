@@ -14,6 +14,7 @@ namespace cgdr::sched {
 namespace {
 
 using base::Bytes;
+using base::DoubleRange;
 using base::Setting;
 
 Setting<Bytes> gCudaEager("CGDR_CUDA_EAGER_LIMIT", "0", "bytes",
@@ -64,12 +65,14 @@ Setting<double> gRailShare("CGDR_CUDA_HOST_RAIL_SHARE", "0.07", "fraction",
                            "the other way, sends this share of its bytes beyond CGDR_CUDA_HOST_RAIL_OFFSET through "
                            "host memory (the sender's PCIe link, then the receiver's) while the rest crosses NVLink: "
                            "two links at once. Where the receiving process sees the other GPU; best of 0.06-0.1 on "
-                           "nvidia-h100-x2 natively (docs/performance.md). 0: off.");
+                           "nvidia-h100-x2 natively (docs/performance.md). 0: off.",
+                           DoubleRange{0, 0.9});
 Setting<double> gRailShareInvisible("CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", "0.1", "fraction",
                                     "As CGDR_CUDA_HOST_RAIL_SHARE, where the receiving process cannot see the other "
                                     "GPU (a container that sees only its own): NVLink copies run slower there, so "
                                     "host memory takes a larger share (best of 0.06-0.14 across pods on "
-                                    "nvidia-h100-x2). 0: off.");
+                                    "nvidia-h100-x2). 0: off.",
+                                    DoubleRange{0, 0.9});
 Setting<double> gRailShareBoth("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0", "fraction",
                                "As CGDR_CUDA_HOST_RAIL_SHARE, where the pair has GPU traffic the other way too: each "
                                "GPU's PCIe link then carries its own outgoing tail and its peer's incoming one, and "
@@ -78,14 +81,16 @@ Setting<double> gRailShareBoth("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", "0", "frac
                                "the receiving process sees the other GPU, NVLink alone already moves what the two "
                                "GPUs can both ways (docs/performance.md: fortieth session, 0.09 gained at most "
                                "1-3 % in windows of 16 on nvidia-h100-x2; the 21-32 % it lost in windows of 64 was "
-                               "the receives' fallback to pulling, gone since the forty-fourth session).");
+                               "the receives' fallback to pulling, gone since the forty-fourth session).",
+                               DoubleRange{0, 0.9});
 Setting<double> gRailShareBothInvisible("CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", "0.05", "fraction",
                                         "As CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS, where the receiving process cannot "
                                         "see the other GPU (a container that sees only its own), whose NVLink copies "
                                         "both ways run ~6 % under what the GPUs can: on nvidia-h100-x2 across pods "
                                         "0.05 made bibw of 64-256 MiB 1.01-1.04x faster in windows of 64 and "
                                         "0.99-1.04x in windows of 16 (docs/performance.md, forty-fourth session). "
-                                        "0: off.");
+                                        "0: off.",
+                                        DoubleRange{0, 0.9});
 Setting<Bytes> gRailOffset("CGDR_CUDA_HOST_RAIL_OFFSET", "16M", "bytes",
                            "See CGDR_CUDA_HOST_RAIL_SHARE: the host path's longer start (its first block's copy out "
                            "and last block's copy in), in bytes NVLink moves meanwhile; messages up to this size "
@@ -195,8 +200,7 @@ Table Table::fromSettings() {
                                          {&gRailShareBoth, &gRailShareBothInvisible}};
   for (int b = 0; b < 2; ++b)
     for (int i = 0; i < 2; ++i) {
-      double v = shares[b][i]->get();
-      t.railShare[b][i] = v > 0 ? v : 0;
+      t.railShare[b][i] = shares[b][i]->get();  // (0 to 0.9: its range)
     }
   t.railOffset[static_cast<int>(Pattern::kLatency)] = gRailOffset.get().value;
   t.railOffset[static_cast<int>(Pattern::kBandwidth)] = gRailOffsetBw.get().value;

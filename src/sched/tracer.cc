@@ -10,9 +10,10 @@ namespace {
 base::Setting<bool> gTrace("CGDR_TRACE", "1", "",
                            "Trace blocking vs non-blocking calls per peer to pick switch points.");
 base::Setting<long long> gMin("CGDR_TRACE_MIN", "64", "calls",
-                              "Calls to a peer before its pattern is decided (0 or more).", base::IntRange{0});
+                              "Calls to a peer before its pattern is decided.", base::IntRange{0});
 base::Setting<double> gThreshold("CGDR_TRACE_THRESHOLD", "0.5", "fraction",
-                                 "Share of non-blocking calls from which a peer's traffic is bandwidth-bound.");
+                                 "Share of non-blocking calls from which a peer's traffic is bandwidth-bound.",
+                                 base::DoubleRange{0, 1});
 base::Setting<long long> gWindow("CGDR_TRACE_WINDOW", "1024", "calls",
                                  "The recent calls to a peer its pattern is judged over: when its count reaches "
                                  "this, its counts are halved, so a program that moves from one pattern to another "

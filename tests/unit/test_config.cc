@@ -2,10 +2,12 @@
 // default), invalid values, and that every declared default parses.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "base/config.hpp"
 #include "base/log.hpp"
@@ -24,6 +26,9 @@ Setting<Bytes> gSized("CGDR_TEST_SIZED", "64K", "bytes", "test setting", SizeRan
 Setting<Bytes> gSizeAtLeast("CGDR_TEST_SIZE_AT_LEAST", "1M", "bytes", "test setting", SizeRange{1000},
                             {"MV2_TEST_SIZE_AT_LEAST"});
 Setting<Bytes> gSizeAtMost("CGDR_TEST_SIZE_AT_MOST", "0", "bytes", "test setting", SizeRange{0, 3 << 20});
+Setting<double> gShare("CGDR_TEST_SHARE", "0.1", "fraction", "test setting", DoubleRange{0, 0.9});
+Setting<double> gNumAtLeast("CGDR_TEST_NUM_AT_LEAST", "2", "us", "test setting", DoubleRange{0});
+Setting<double> gNumAtMost("CGDR_TEST_NUM_AT_MOST", "-1", "us", "test setting", DoubleRange{-HUGE_VAL, 2.5});
 ChoiceSetting gMode("CGDR_TEST_MODE", "container", {"container", "hostname", "off"}, "test setting");
 
 EnvLookup fakeEnv(std::map<std::string, std::string> vars) {
@@ -135,6 +140,84 @@ TEST(Registry, IntegerOutsideItsRangeFallsBackToDefault) {
   EXPECT_EQ(rowOf("CGDR_TEST_AT_LEAST").source, "default (env MV2_TEST_AT_LEAST (alias) invalid)");
   Registry::instance().resolveAll(fakeEnv({{"MV2_TEST_AT_LEAST", "9223372036854775807"}}));
   EXPECT_EQ(gAtLeast.get(), 9223372036854775807LL);
+  Registry::instance().resolveAll(fakeEnv({}));
+}
+
+TEST(Registry, NumberOutsideItsRangeFallsBackToDefault) {
+  for (auto [text, v] : {std::pair{"0", 0.0}, {"0.9", 0.9}, {"9e-1", 0.9}, {"0.45", 0.45}, {" 0.25 ", 0.25}}) {
+    Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_SHARE", text}}));
+    EXPECT_EQ(gShare.get(), v) << text;
+    EXPECT_EQ(rowOf("CGDR_TEST_SHARE").source, "env CGDR_TEST_SHARE") << text;
+  }
+  for (const char* v : {"-0.01", "0.9000001", "1", "1e300", "inf", "nan", "0.5x"}) {
+    Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_SHARE", v}}));
+    EXPECT_EQ(gShare.get(), 0.1) << v;
+    EXPECT_EQ(rowOf("CGDR_TEST_SHARE").source, "default (env CGDR_TEST_SHARE invalid)") << v;
+  }
+  // The warning names the numbers the setting takes.
+  int level = logstate::level.exchange(static_cast<int>(LogLevel::kWarn));
+  testing::internal::CaptureStderr();
+  Registry::instance().resolveAll(fakeEnv(
+      {{"CGDR_TEST_SHARE", "0.95"}, {"CGDR_TEST_NUM_AT_LEAST", "-3"}, {"CGDR_TEST_NUM_AT_MOST", "2.51"}}));
+  std::string err = testing::internal::GetCapturedStderr();
+  logstate::level.store(level);
+  EXPECT_NE(err.find("CGDR_TEST_SHARE='0.95' is not valid (expected a number from 0 to 0.9); using the default '0.1'"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("CGDR_TEST_NUM_AT_LEAST='-3' is not valid (expected a number of at least 0)"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("CGDR_TEST_NUM_AT_MOST='2.51' is not valid (expected a number of at most 2.5)"),
+            std::string::npos) << err;
+  EXPECT_EQ(gNumAtLeast.get(), 2.0);
+  EXPECT_EQ(gNumAtMost.get(), -1.0);
+  Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_NUM_AT_LEAST", "1e9"}, {"CGDR_TEST_NUM_AT_MOST", "-1e9"}}));
+  EXPECT_EQ(gNumAtLeast.get(), 1e9);
+  EXPECT_EQ(gNumAtMost.get(), -1e9);
+  Registry::instance().resolveAll(fakeEnv({}));
+}
+
+// What a setting takes, as cgdr-info and docs/settings.md show it: its range in words, nothing
+// where it takes what its type does.
+TEST(Registry, RowsSayWhatTheSettingTakes) {
+  Registry::instance().resolveAll(fakeEnv({}));
+  for (auto [name, range] : {std::pair{"CGDR_TEST_SHARE", "from 0 to 0.9"}, {"CGDR_TEST_NUM_AT_LEAST", "at least 0"},
+                             {"CGDR_TEST_NUM_AT_MOST", "at most 2.5"}, {"CGDR_TEST_RANGED", "from -2 to 10"},
+                             {"CGDR_TEST_AT_LEAST", "at least 1"}, {"CGDR_TEST_SIZED", "from 4K to 1G"},
+                             {"CGDR_TEST_SIZE_AT_LEAST", "at least 1000"}, {"CGDR_TEST_SIZE_AT_MOST", "at most 3M"},
+                             {"CGDR_TEST_COUNT", ""}, {"CGDR_TEST_SIZE", ""}, {"CGDR_TEST_FLAG", ""},
+                             {"CGDR_TEST_MODE", ""}, {"CGDR_CUDA_RESIDENT_IDLE", "from 1 to 10000000"},
+                             {"CGDR_CUDA_RESIDENT_BLOCKS", "from 1 to 32"}, {"CGDR_SHM_RING_BYTES", "from 4K to 1G"}})
+    EXPECT_EQ(rowOf(name).range, range) << name;
+}
+
+// The library's number settings with ranges: a value outside is refused with a warning (before,
+// each was clamped where it was read, without a word: a rail share of 2 became 0.9, an idle time
+// of 0 became 1 us, a negative wait 0).
+TEST(Registry, LibraryNumbersTakeTheirRanges) {
+  struct Case {
+    const char* name;
+    std::vector<const char*> good, bad;
+  };
+  const std::vector<Case> cases = {
+      {"CGDR_CUDA_HOST_RAIL_SHARE", {"0", "0.9", "0.37"}, {"-0.1", "0.91", "2"}},
+      {"CGDR_CUDA_HOST_RAIL_SHARE_INVISIBLE", {"0", "0.9"}, {"-1", "0.95"}},
+      {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS", {"0", "0.09"}, {"-0.5", "1"}},
+      {"CGDR_CUDA_HOST_RAIL_SHARE_BOTH_WAYS_INVISIBLE", {"0", "0.05"}, {"-0.05", "3"}},
+      {"CGDR_TRACE_THRESHOLD", {"0", "0.5", "1"}, {"-0.1", "1.01"}},
+      {"CGDR_CUDA_ADVERT_WAIT", {"0", "10", "100000"}, {"-1", "2e6"}},
+      {"CGDR_CUDA_RESIDENT_IDLE", {"1", "2", "1000000"}, {"0", "0.5", "-20", "1e8"}},
+      {"CGDR_CUDA_RESIDENT_BACKOFF", {"0", "2000"}, {"-1", "1e7"}},
+      {"CGDR_CUDA_RESIDENT_START_WAIT", {"0", "30", "1000"}, {"-1", "1000.5"}},
+  };
+  for (const Case& c : cases) {
+    for (const char* v : c.good) {
+      Registry::instance().resolveAll(fakeEnv({{c.name, v}}));
+      EXPECT_EQ(rowOf(c.name).source, std::string("env ") + c.name) << c.name << "=" << v;
+    }
+    for (const char* v : c.bad) {
+      Registry::instance().resolveAll(fakeEnv({{c.name, v}}));
+      EXPECT_EQ(rowOf(c.name).source, std::string("default (env ") + c.name + " invalid)") << c.name << "=" << v;
+    }
+  }
   Registry::instance().resolveAll(fakeEnv({}));
 }
 

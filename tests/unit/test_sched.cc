@@ -213,12 +213,17 @@ TEST_F(Sched, HostRailTailBySizeAndSettings) {
   q.caps.contiguous = true;
   t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0"}});
   EXPECT_EQ(sched::hostRail(t, q), 0u) << "share 0: off";
-  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "-1"}});
-  EXPECT_EQ(sched::hostRail(t, q), 0u) << "a negative share: off";
-  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "5"},
+  // A share outside 0-0.9 is refused (with a warning): the default's 0.07.
+  q.bytes = 10u << 20;
+  for (const char* bad : {"-1", "5", "0.91"}) {
+    t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", bad},
+                   {"CGDR_CUDA_HOST_RAIL_OFFSET", "0"},
+                   {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "0"}});
+    EXPECT_EQ(sched::hostRail(t, q), (10u << 20) * 7 / 100 / 65536 * 65536) << bad;
+  }
+  t = tableWith({{"CGDR_CUDA_HOST_RAIL_SHARE", "0.9"},
                  {"CGDR_CUDA_HOST_RAIL_OFFSET", "0"},
                  {"CGDR_CUDA_HOST_RAIL_OFFSET_BW", "0"}});
-  q.bytes = 10u << 20;
   EXPECT_EQ(sched::hostRail(t, q), 9u * (1u << 20) / 65536 * 65536) << "at most 0.9: NVLink keeps a part";
   t = tableWith({{"CGDR_FORCE_CHANNEL", "cuda-vmm-zc"}});
   q.bytes = 256u << 20;

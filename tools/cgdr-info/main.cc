@@ -23,20 +23,21 @@ std::string settingsText(bool markdown) {
   std::string out;
   char line[2048];
   if (markdown) {
-    out += "| Setting | Type | Default | Units | Aliases | Meaning |\n|---|---|---|---|---|---|\n";
+    out += "| Setting | Type | Default | Units | Takes | Aliases | Meaning |\n|---|---|---|---|---|---|---|\n";
     for (auto& r : rows) {
-      std::snprintf(line, sizeof line, "| `%s` | %s | `%s` | %s | %s | %s |\n", r.name.c_str(), r.type.c_str(),
-                    r.defaultValue.c_str(), r.units.c_str(), r.aliases.empty() ? "" : ("`" + r.aliases + "`").c_str(),
-                    r.help.c_str());
+      std::snprintf(line, sizeof line, "| `%s` | %s | `%s` | %s | %s | %s | %s |\n", r.name.c_str(), r.type.c_str(),
+                    r.defaultValue.c_str(), r.units.c_str(), r.range.c_str(),
+                    r.aliases.empty() ? "" : ("`" + r.aliases + "`").c_str(), r.help.c_str());
       out += line;
     }
     return out;
   }
-  out += "# settings: NAME = value (default; source) [aliases]\n";
+  out += "# settings: NAME = value (default; source) [aliases] {the values it takes}\n";
   for (auto& r : rows) {
-    std::snprintf(line, sizeof line, "%-26s = %-12s (default %s; %s)%s%s%s\n    %s\n", r.name.c_str(), r.value.c_str(),
-                  r.defaultValue.empty() ? "\"\"" : r.defaultValue.c_str(), r.source.c_str(),
-                  r.aliases.empty() ? "" : " [", r.aliases.c_str(), r.aliases.empty() ? "" : "]", r.help.c_str());
+    std::snprintf(line, sizeof line, "%-26s = %-12s (default %s; %s)%s%s%s%s%s%s\n    %s\n", r.name.c_str(),
+                  r.value.c_str(), r.defaultValue.empty() ? "\"\"" : r.defaultValue.c_str(), r.source.c_str(),
+                  r.aliases.empty() ? "" : " [", r.aliases.c_str(), r.aliases.empty() ? "" : "]",
+                  r.range.empty() ? "" : " {", r.range.c_str(), r.range.empty() ? "" : "}", r.help.c_str());
     out += line;
   }
   return out;

@@ -23,19 +23,19 @@ namespace {
 // The segment's geometry: each count and size has a range (a value outside it is refused with a
 // warning and the default used), so none overflows the 32-bit fields of the layout.
 base::Setting<base::Bytes> gRing("CGDR_SHM_RING_BYTES", "64K", "bytes",
-                                 "Message ring per ordered pair of co-located ranks (envelopes and eager data); 4K "
-                                 "to 1G, rounded down to a multiple of 64.",
+                                 "Message ring per ordered pair of co-located ranks (envelopes and eager data), "
+                                 "rounded down to a multiple of 64.",
                                  base::SizeRange{4096, std::size_t{1} << 30});
 base::Setting<long long> gCtl("CGDR_SHM_CTL_SLOTS", "256", "records",
-                              "Control-ring slots per ordered pair (16 to 1048576).", base::IntRange{16, 1 << 20});
+                              "Control-ring slots per ordered pair.", base::IntRange{16, 1 << 20});
 base::Setting<long long> gChunks("CGDR_SHM_CHUNKS", "64", "chunks",
                                  "Bulk chunks per rank for large messages (the host rail's tails too: with GPU "
                                  "traffic both ways 16 chunks of 256 KiB held its bibw on nvidia-h200-x2 at 520-620 "
-                                 "GB/s, 64 let it reach ~800); 2 to 65536.",
+                                 "GB/s, 64 let it reach ~800).",
                                  base::IntRange{2, 1 << 16});
 base::Setting<base::Bytes> gChunkBytes("CGDR_SHM_CHUNK_BYTES", "256K", "bytes",
                                        "Size of one bulk chunk (the pipelining unit of large copies, host and "
-                                       "cuda-staged); 4K to 1G, rounded down to a multiple of 64.",
+                                       "cuda-staged), rounded down to a multiple of 64.",
                                        base::SizeRange{4096, std::size_t{1} << 30});
 base::Setting<base::Bytes> gEager("CGDR_SHM_EAGER_LIMIT", "8K", "bytes",
                                   "Largest message sent eagerly through the ring; larger ones use a rendezvous.");
@@ -43,13 +43,13 @@ base::Setting<base::Bytes> gCredit("CGDR_SHM_EAGER_CREDIT", "1M", "bytes",
                                    "Unmatched eager bytes one sender may leave at a receiver before it switches to "
                                    "rendezvous (bounds unexpected-message memory).");
 base::Setting<long long> gDevSlots("CGDR_CUDA_STAGE_SLOTS", "4", "blocks",
-                                   "Blocks of each rank's cuMem staging ring (cuda-vmm-stage); 2 to 4096.",
+                                   "Blocks of each rank's cuMem staging ring (cuda-vmm-stage).",
                                    base::IntRange{2, 4096});
 base::Setting<long long> gDescSlots("CGDR_SHM_DESC_SLOTS", "256", "slots",
                                     "Slots per rank in which a receive describes its GPU buffer to a sender that "
                                     "copies into it (256 bytes each); a receive that finds none free pulls the "
                                     "bytes instead. 0: every receive matched from its envelope pulls (one posted "
-                                    "before its message describes its buffer in its advert). 0 to 65536.",
+                                    "before its message describes its buffer in its advert).",
                                     base::IntRange{0, 1 << 16});
 base::Setting<bool> gCma("CGDR_SHM_CMA", "1", "", "Single-copy large messages with process_vm_readv where a probe shows it works.");
 
