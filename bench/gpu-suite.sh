@@ -349,7 +349,8 @@ if has bursts 30; then
   # the kernel the earlier ones started is launched but not running, wait for its start (the
   # default CGDR_CUDA_RESIDENT_START_WAIT) or go to the copy engine (0); CGDR_CUDA_RESIDENT=auto
   # (cgdr-resident-bench -b; no MPI).
-  # BURST_GAPS: also 0 (no lull: the kernel stays between bursts).
+  # BURST_GAPS: also 0 (no lull: the kernel stays between bursts); BURST_ROUNDS: the whole set again.
+  for ((r = 1; r <= ${BURST_ROUNDS:-1}; ++r)); do
   for g in ${BURST_GAPS:-200}; do
     for n in ${BURST_SIZES:-8 4K}; do
       for b in ${BURST_COUNTS:-4 16}; do
@@ -359,6 +360,7 @@ if has bursts 30; then
         done
       done
     done
+  done
   done
 fi
 
