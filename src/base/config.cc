@@ -196,16 +196,13 @@ std::string numberText(double v) {  // (a whole number in full; else 0.9, 1e-06:
 }
 }  // namespace
 
-template <>
-std::string Setting<bool>::rangeText() const { return ""; }
-template <>
-std::string Setting<long long>::rangeText() const { return rangeWords(range_, LLONG_MIN, LLONG_MAX, intText); }
-template <>
-std::string Setting<Bytes>::rangeText() const { return rangeWords(range_, std::size_t{0}, SIZE_MAX, sizeText); }
-template <>
-std::string Setting<double>::rangeText() const { return rangeWords(range_, -HUGE_VAL, HUGE_VAL, numberText); }
-template <>
-std::string Setting<std::string>::rangeText() const { return ""; }
+template <class T>
+std::string Setting<T>::rangeText() const {
+  if constexpr (std::same_as<T, long long>) return rangeWords(range_, LLONG_MIN, LLONG_MAX, intText);
+  else if constexpr (std::same_as<T, Bytes>) return rangeWords(range_, std::size_t{0}, SIZE_MAX, sizeText);
+  else if constexpr (std::same_as<T, double>) return rangeWords(range_, -HUGE_VAL, HUGE_VAL, numberText);
+  else return "";  // (bool, string: no range)
+}
 
 template <>
 std::optional<std::string> Setting<bool>::parseInto(std::string_view t) {
@@ -216,7 +213,6 @@ std::optional<std::string> Setting<bool>::parseInto(std::string_view t) {
 }
 template <>
 std::string Setting<bool>::show() const { return value_ ? "1" : "0"; }
-
 
 template <>
 std::optional<std::string> Setting<long long>::parseInto(std::string_view t) {

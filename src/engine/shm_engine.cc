@@ -120,8 +120,8 @@ void ShmEngine::stop() {
                "%llu launches (%llu held pushes, %llu held pulls; largest %llu bytes), by the resident kernel %llu "
                "in %llu launches (%llu made on the copy engine after it left, %llu while it did not run, %llu while "
                "full; %llu batches shared with its helpers; %llu times it left switched out, %llu when asked, longest "
-               "%.1f us between looks; %llu waited for its start, %.1f us on average); completion asked %llu, inferred from "
-               "stream order %llu",
+               "%.1f us between looks; %llu waited for its start, %.1f us on average); completion asked %llu, "
+               "inferred from stream order %llu",
                cc.graph, cc.repeated, cc.plain, cc.batched, cc.kernels, static_cast<unsigned long long>(s.heldPushes),
                static_cast<unsigned long long>(s.heldPulls), cc.batchedLargest, cc.resident, cc.residentLaunches,
                cc.residentRedone, cc.residentNotRunning, cc.residentFull, cc.residentCrewed, cc.residentTurned,
