@@ -35,9 +35,10 @@ base::ChoiceSetting gResident(
     "more with CGDR_CUDA_RESIDENT_BLOCKS) while it runs, leaves CGDR_CUDA_RESIDENT_IDLE after its last copy or "
     "the process's last MPI progress, and after 5 ms; the program's cudaDeviceSynchronize and cudaFree (through the "
     "shared CUDA runtime) ask it to leave first (~5 us instead of ~24 on one H200; a statically linked runtime "
-    "waits for it). Never where the other side is on this GPU, nor on a GPU another rank of the job shares without "
-    "MPS; where another process's work runs on the GPU in turns with it, it leaves (CGDR_CUDA_RESIDENT_BACKOFF). "
-    "off: the copy engine. always: started at the first such copy (tests).");
+    "waits for it). A copy that comes while it is launched but not yet running waits for its start "
+    "(CGDR_CUDA_RESIDENT_START_WAIT). Never where the other side is on this GPU, nor on a GPU another rank of the "
+    "job shares without MPS; where another process's work runs on the GPU in turns with it, it leaves "
+    "(CGDR_CUDA_RESIDENT_BACKOFF). off: the copy engine. always: started at the first such copy (tests).");
 base::Setting<base::Bytes> gLimit("CGDR_CUDA_RESIDENT_LIMIT", "16K", "bytes",
                                   "The largest copy CGDR_CUDA_RESIDENT takes (one block moves it: larger ones are "
                                   "faster on the copy engine). On two H200s a limit of 64K against 4K moved 8 and 16 "

@@ -45,6 +45,16 @@ SettingRow rowOf(const std::string& name) {
   return {};
 }
 
+// Resolves the settings from vars with warnings on and returns what was written to stderr.
+std::string warningsOf(std::map<std::string, std::string> vars) {
+  int level = logstate::level.exchange(static_cast<int>(LogLevel::kWarn));
+  testing::internal::CaptureStderr();
+  Registry::instance().resolveAll(fakeEnv(std::move(vars)));
+  std::string err = testing::internal::GetCapturedStderr();
+  logstate::level.store(level);
+  return err;
+}
+
 }  // namespace
 
 TEST(Parse, Bool) {
@@ -127,11 +137,7 @@ TEST(Registry, IntegerOutsideItsRangeFallsBackToDefault) {
     EXPECT_EQ(rowOf("CGDR_TEST_RANGED").source, "default (env CGDR_TEST_RANGED invalid)") << v;
   }
   // The warning names the values the setting takes.
-  int level = logstate::level.exchange(static_cast<int>(LogLevel::kWarn));
-  testing::internal::CaptureStderr();
-  Registry::instance().resolveAll(fakeEnv({{"CGDR_TEST_RANGED", "11"}, {"MV2_TEST_AT_LEAST", "0"}}));  // aliases too
-  std::string err = testing::internal::GetCapturedStderr();
-  logstate::level.store(level);
+  std::string err = warningsOf({{"CGDR_TEST_RANGED", "11"}, {"MV2_TEST_AT_LEAST", "0"}});  // aliases too
   EXPECT_NE(err.find("CGDR_TEST_RANGED='11' is not valid (expected an integer from -2 to 10); using the default '5'"),
             std::string::npos) << err;
   EXPECT_NE(err.find("CGDR_TEST_AT_LEAST='0' is not valid (expected an integer of at least 1)"), std::string::npos)
@@ -155,12 +161,8 @@ TEST(Registry, NumberOutsideItsRangeFallsBackToDefault) {
     EXPECT_EQ(rowOf("CGDR_TEST_SHARE").source, "default (env CGDR_TEST_SHARE invalid)") << v;
   }
   // The warning names the numbers the setting takes.
-  int level = logstate::level.exchange(static_cast<int>(LogLevel::kWarn));
-  testing::internal::CaptureStderr();
-  Registry::instance().resolveAll(fakeEnv(
-      {{"CGDR_TEST_SHARE", "0.95"}, {"CGDR_TEST_NUM_AT_LEAST", "-3"}, {"CGDR_TEST_NUM_AT_MOST", "2.51"}}));
-  std::string err = testing::internal::GetCapturedStderr();
-  logstate::level.store(level);
+  std::string err =
+      warningsOf({{"CGDR_TEST_SHARE", "0.95"}, {"CGDR_TEST_NUM_AT_LEAST", "-3"}, {"CGDR_TEST_NUM_AT_MOST", "2.51"}});
   EXPECT_NE(err.find("CGDR_TEST_SHARE='0.95' is not valid (expected a number from 0 to 0.9); using the default '0.1'"),
             std::string::npos) << err;
   EXPECT_NE(err.find("CGDR_TEST_NUM_AT_LEAST='-3' is not valid (expected a number of at least 0)"), std::string::npos)
@@ -250,12 +252,8 @@ TEST(Registry, SizeOutsideItsRangeFallsBackToDefault) {
     EXPECT_EQ(rowOf("CGDR_TEST_SIZED").source, "default (env CGDR_TEST_SIZED invalid)") << v;
   }
   // The warning names the sizes the setting takes, as a user would write them where a suffix fits.
-  int level = logstate::level.exchange(static_cast<int>(LogLevel::kWarn));
-  testing::internal::CaptureStderr();
-  Registry::instance().resolveAll(fakeEnv(
-      {{"CGDR_TEST_SIZED", "2G"}, {"MV2_TEST_SIZE_AT_LEAST", "999"}, {"CGDR_TEST_SIZE_AT_MOST", "3145729"}}));
-  std::string err = testing::internal::GetCapturedStderr();
-  logstate::level.store(level);
+  std::string err =
+      warningsOf({{"CGDR_TEST_SIZED", "2G"}, {"MV2_TEST_SIZE_AT_LEAST", "999"}, {"CGDR_TEST_SIZE_AT_MOST", "3145729"}});
   EXPECT_NE(err.find("CGDR_TEST_SIZED='2G' is not valid (expected a size from 4K to 1G); using the default '64K'"),
             std::string::npos) << err;
   EXPECT_NE(err.find("CGDR_TEST_SIZE_AT_LEAST='999' is not valid (expected a size of at least 1000)"),
@@ -298,24 +296,24 @@ TEST(Registry, SegmentGeometryTakesItsRanges) {
                                            {"CGDR_SHM_CHUNKS", "65536"}, {"CGDR_SHM_CTL_SLOTS", "16"},
                                            {"CGDR_CUDA_STAGE_SLOTS", "4096"}, {"CGDR_SHM_DESC_SLOTS", "0"},
                                            {"MV2_CUDA_BLOCK_SIZE", "4G"}}));
-  shm::Config hi = shm::configFromSettings();
-  EXPECT_EQ(hi.ringBytes, 1u << 30);
-  EXPECT_EQ(hi.chunkBytes, 4096u);
-  EXPECT_EQ(hi.chunks, 65536u);
-  EXPECT_EQ(hi.ctlSlots, 16u);
-  EXPECT_EQ(hi.devSlots, 4096u);
-  EXPECT_EQ(hi.descSlots, 0u);
+  shm::Config first = shm::configFromSettings();
+  EXPECT_EQ(first.ringBytes, 1u << 30);
+  EXPECT_EQ(first.chunkBytes, 4096u);
+  EXPECT_EQ(first.chunks, 65536u);
+  EXPECT_EQ(first.ctlSlots, 16u);
+  EXPECT_EQ(first.devSlots, 4096u);
+  EXPECT_EQ(first.descSlots, 0u);
   EXPECT_EQ(rowOf("CGDR_CUDA_BLOCK_SIZE").value, std::to_string(4ull << 30));
   Registry::instance().resolveAll(fakeEnv({{"CGDR_SHM_RING_BYTES", "4K"}, {"CGDR_SHM_CHUNK_BYTES", "1G"},
                                            {"CGDR_SHM_CHUNKS", "2"}, {"CGDR_SHM_CTL_SLOTS", "1048576"},
                                            {"CGDR_CUDA_STAGE_SLOTS", "2"}, {"CGDR_SHM_DESC_SLOTS", "65536"}}));
-  shm::Config lo = shm::configFromSettings();
-  EXPECT_EQ(lo.ringBytes, 4096u);
-  EXPECT_EQ(lo.chunkBytes, 1u << 30);
-  EXPECT_EQ(lo.chunks, 2u);
-  EXPECT_EQ(lo.ctlSlots, 1u << 20);
-  EXPECT_EQ(lo.devSlots, 2u);
-  EXPECT_EQ(lo.descSlots, 65536u);
+  shm::Config second = shm::configFromSettings();
+  EXPECT_EQ(second.ringBytes, 4096u);
+  EXPECT_EQ(second.chunkBytes, 1u << 30);
+  EXPECT_EQ(second.chunks, 2u);
+  EXPECT_EQ(second.ctlSlots, 1u << 20);
+  EXPECT_EQ(second.devSlots, 2u);
+  EXPECT_EQ(second.descSlots, 65536u);
   Registry::instance().resolveAll(fakeEnv({}));
 }
 
