@@ -103,9 +103,11 @@ void ShmEngine::stop() {
                static_cast<unsigned long long>(s.deliveredByGpu));
     if (s.advertWaits)
       CGDR_LOG(kWarn, kShm,
-               "stats: advert waits: %llu blocking sends waited, %llu found one (%.2f us on average, longest %.1f us), "
-               "%llu ran out",
-               static_cast<unsigned long long>(s.advertWaits), static_cast<unsigned long long>(s.advertWaitFound),
+               "stats: advert waits: %llu sends waited (%llu non-blocking ones within their call, %llu of which found "
+               "one), %llu found one (%.2f us on average, longest %.1f us), %llu ran out",
+               static_cast<unsigned long long>(s.advertWaits), static_cast<unsigned long long>(s.advertWaitsNonBlocking),
+               static_cast<unsigned long long>(s.advertWaitFoundNonBlocking),
+               static_cast<unsigned long long>(s.advertWaitFound),
                s.advertWaitFound ? static_cast<double>(s.advertWaitNs) / static_cast<double>(s.advertWaitFound) / 1e3 : 0.0,
                static_cast<double>(s.advertWaitLongestNs) / 1e3, static_cast<unsigned long long>(s.advertWaitRanOut));
     std::string line;

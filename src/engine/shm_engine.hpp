@@ -263,7 +263,8 @@ class ShmEngine {
     std::uint64_t advertised = 0, advertsClaimed = 0, advertsRetracted = 0;  // receiver side
     std::uint64_t advertsDelivered = 0;  // of those claimed: ended by their `delivered` word
     std::uint64_t deliveredByGpu = 0;    // sender side: adverts whose word the resident kernel set
-    std::uint64_t advertWaits = 0, advertWaitFound = 0, advertWaitRanOut = 0;  // blocking senders
+    std::uint64_t advertWaits = 0, advertWaitFound = 0, advertWaitRanOut = 0;  // senders waiting for adverts
+    std::uint64_t advertWaitsNonBlocking = 0, advertWaitFoundNonBlocking = 0;  // of those: within MPI_Isend & co.
     std::uint64_t advertWaitNs = 0, advertWaitLongestNs = 0;  // of the waits that found one: in all, longest
     std::uint64_t heldPushes = 0, heldPulls = 0;  // held copies the copy kernel moved (releaseHeld)
     std::uint64_t unpinnedCopies = 0;  // GPU copies through host chunks not page-locked (checkPinned)

@@ -93,6 +93,8 @@ class ShmSend final : public base::Op {
   bool tryClaim(std::uint64_t t0, bool* none);
   // A blocking send that found no advert: whether to hold its envelope back a little longer.
   bool awaitAdvert();
+  // A non-blocking send that found no advert: waits for it here, a little; true if it claimed it.
+  bool spinForAdvert(std::uint64_t t0);
   void abort(const base::Status& s);
 
   ShmEngine& e_;

@@ -289,16 +289,17 @@ void probeAfter(t::Kind sk, t::Kind rk, std::size_t n, int me) {
   }
 }
 
-// Blocking sends whose receives are posted a little after them (rank 1 sleeps 2 ms after the
-// barrier): a receive posted first and claimed (so the sender expects adverts from this peer), then
-// one posted late, which a wait for adverts (gpu.advert_wait: CGDR_CUDA_ADVERT_WAIT=100000 us)
-// lets the send find and copy into, then a late wildcard receive (never advertised), which the
-// wait runs out on before the envelope goes. Every message byte-exact either way.
+// Sends whose receives are posted a little after them (rank 1 sleeps 2 ms after the barrier): a
+// receive posted first and claimed (so the sender expects adverts from this peer), then one posted
+// late, which a wait for adverts (gpu.advert_wait: CGDR_CUDA_ADVERT_WAIT=100000 us) lets the
+// blocking send find and copy into, the same for a non-blocking send (it waits within MPI_Isend),
+// then a late wildcard receive (never advertised), which the wait runs out on before the envelope
+// goes. Every message byte-exact either way.
 void lateReceives(t::Kind sk, t::Kind rk, std::size_t n, int me) {
   int base = gMsg;
-  gMsg += 3;
+  gMsg += 4;
   const int tag = 800;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     t::Buf b(me == 0 ? sk : rk, n);
     char what[96];
     std::snprintf(what, sizeof what, "late receive %d %s->%s n=%zu", i, t::name(sk), t::name(rk), n);
@@ -309,7 +310,7 @@ void lateReceives(t::Kind sk, t::Kind rk, std::size_t n, int me) {
       MPI_Barrier(MPI_COMM_WORLD);
       if (i > 0) {
         usleep(2000);
-        MPI_Irecv(b.ptr(), static_cast<int>(n), MPI_BYTE, i == 1 ? 0 : MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &r);
+        MPI_Irecv(b.ptr(), static_cast<int>(n), MPI_BYTE, i < 3 ? 0 : MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &r);
       }
       MPI_Status st;
       T_MPI(MPI_Wait(&r, &st));
@@ -318,7 +319,13 @@ void lateReceives(t::Kind sk, t::Kind rk, std::size_t n, int me) {
     } else {
       b.fill(t::seedOf(0, base + i));
       MPI_Barrier(MPI_COMM_WORLD);
-      T_MPI(MPI_Send(b.ptr(), static_cast<int>(n), MPI_BYTE, 1, tag, MPI_COMM_WORLD));
+      if (i == 2) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        T_MPI(MPI_Isend(b.ptr(), static_cast<int>(n), MPI_BYTE, 1, tag, MPI_COMM_WORLD, &r));
+        T_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+      } else {
+        T_MPI(MPI_Send(b.ptr(), static_cast<int>(n), MPI_BYTE, 1, tag, MPI_COMM_WORLD));
+      }
     }
   }
 }
