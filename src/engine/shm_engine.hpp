@@ -191,6 +191,7 @@ class ShmEngine {
   };
 
   ShmEngine() = default;
+  void printStats();  // CGDR_STATS=1, at stop (shm_stats.cc)
   bool drainControl(channel::shm::Peer& p);
   bool drainMessages(channel::shm::Peer& p);
   bool step();

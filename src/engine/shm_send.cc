@@ -74,7 +74,7 @@ bool ShmSend::tryPost() {
   }
   bool none = false;
   if (gpu && tryClaim(t0, &none)) return true;
-  if (none && awaitAdvert()) return false;  // queued meanwhile: progress tries again
+  if (none && blocking_ && advertWaitRuns()) return false;  // queued meanwhile: progress tries again
   if (none && !blocking_ && spinForAdvert(t0)) return true;
   bool fits = n <= e_.eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, e_.eagerCredit());
   bool eager = fits;
@@ -331,55 +331,43 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   return true;
 }
 
-// A blocking GPU send whose receiver has no advert posted holds its envelope back for up to
+// A GPU send whose receiver has no advert posted holds its envelope back for up to
 // CGDR_CUDA_ADVERT_WAIT, where that receiver's receives were lately advertised in time (a send to
 // it claimed one): in a ping-pong the peer posts its next receive just after finishing its own
 // send, and an envelope that comes first costs a match and a pull, or a CTS round trip above the
 // pull limit. The message cannot be received before its receive is posted, so the wait only
 // costs where a receive that is not advertised (e.g. MPI_ANY_SOURCE) is posted within it; a wait
 // that runs out stops the waiting for this peer until a send claims an advert again.
-bool ShmSend::awaitAdvert() {
-  if (!blocking_ || !peer_.advertsInTime || state_ != State::kQueued) return false;
-  const std::uint64_t waitNs = advertWaitNs();
-  if (waitNs == 0) return false;
+// The wait's first call starts it; later ones say whether it still runs.
+bool ShmSend::advertWaitRuns() {
+  if (!peer_.advertsInTime || state_ != State::kQueued || advertWaitNs() == 0) return false;
   std::uint64_t now = ShmEngine::traceNow();
+  auto& s = e_.stats();
   if (!advertWaitFrom_) {
     advertWaitFrom_ = now;
-    ++e_.stats().advertWaits;
+    ++s.advertWaits;
+    if (!blocking_) ++s.advertWaitsNonBlocking;
     return true;
   }
-  if (now - advertWaitFrom_ < waitNs) return true;
+  if (now - advertWaitFrom_ < advertWaitNs()) return true;
   peer_.advertsInTime = false;
-  ++e_.stats().advertWaitRanOut;
+  ++s.advertWaitRanOut;
   return false;
 }
 
-// A non-blocking send that found no advert where the peer's came lately in time waits for it
-// within its call, up to CGDR_CUDA_ADVERT_WAIT: it cannot wait in progress, as the program may
-// not call MPI again soon. In a window of non-blocking sends (OSU's bw: the receiver posts its
+// A non-blocking send waits within its call: it cannot wait in progress, as the program may not
+// call MPI again soon. In a window of non-blocking sends (OSU's bw: the receiver posts its
 // receives just after sending the window's acknowledgement) the first send otherwise often comes
 // before its advert, its envelope makes the receiver take back every advert of the window, and
 // the whole window goes through envelopes and requests (a third fewer small messages a second).
 // Engine mutex and the peer's sendLock held (the receiver is another process: it posts regardless).
 bool ShmSend::spinForAdvert(std::uint64_t t0) {
-  if (!peer_.advertsInTime || state_ != State::kQueued) return false;
-  const std::uint64_t waitNs = advertWaitNs();
-  if (waitNs == 0) return false;
-  const std::uint64_t from = ShmEngine::traceNow();
-  advertWaitFrom_ = from;
-  ++e_.stats().advertWaits;
-  ++e_.stats().advertWaitsNonBlocking;
   bool none = true;
-  while (none) {
-    if (ShmEngine::traceNow() - from >= waitNs) {
-      peer_.advertsInTime = false;
-      ++e_.stats().advertWaitRanOut;
-      return false;
-    }
+  while (none && advertWaitRuns()) {
     none = false;
     if (tryClaim(t0, &none)) return true;  // (it counts the wait as found)
   }
-  return false;  // an advert came that this send may not take: its envelope goes now
+  return false;  // none came in time, or one that this send may not take: its envelope goes now
 }
 
 // Host bytes (GPU data copied to host memory first, when it could not be streamed block by block).
