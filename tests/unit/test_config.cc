@@ -12,6 +12,7 @@
 #include "base/config.hpp"
 #include "base/log.hpp"
 #include "channel/shm/endpoint.hpp"
+#include "fake_env.hpp"
 
 using namespace cgdr::base;
 
@@ -31,13 +32,7 @@ Setting<double> gNumAtLeast("CGDR_TEST_NUM_AT_LEAST", "2", "us", "test setting",
 Setting<double> gNumAtMost("CGDR_TEST_NUM_AT_MOST", "-1", "us", "test setting", DoubleRange{-HUGE_VAL, 2.5});
 ChoiceSetting gMode("CGDR_TEST_MODE", "container", {"container", "hostname", "off"}, "test setting");
 
-EnvLookup fakeEnv(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& k) -> std::optional<std::string> {
-    auto it = vars.find(k);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using cgdr_test::fakeEnv;
 
 SettingRow rowOf(const std::string& name) {
   for (auto& r : Registry::instance().rows())
