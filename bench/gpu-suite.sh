@@ -318,9 +318,9 @@ fi
 
 if has visprobe 30; then
   # Copy issue/run cost to another process's GPU memory with that GPU visible or not, by the way
-  # the copy is issued (bench/vis_probe.cu; no cgdr).
+  # the copy is issued (bench/vis_probe/; no cgdr).
   mkdir -p "$build"; vp=$build/cgdr-vis-probe
-  if nvcc -O2 -arch=sm_90 -o "$vp" "$top/bench/vis_probe.cu" -lcuda $(mpicxx --showme:compile) \
+  if nvcc -O2 -arch=sm_90 -o "$vp" "$top"/bench/vis_probe/*.cu -lcuda $(mpicxx --showme:compile) \
        $(mpicxx --showme:link) > "$logs/visprobe-build.log" 2>&1; then
     for v in both one; do
       timeout 60 mpirun --cpu-set 2,3 --bind-to core -np 2 "$vp" $v -i "${VISPROBE_ITERS:-2000}" ${VISPROBE_ARGS:-} 2>&1 | tee -a "$summary"

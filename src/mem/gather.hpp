@@ -2,7 +2,7 @@
 // GPU-to-GPU copies moved by one kernel launch instead of one copy-engine operation each.
 // A copy engine takes ~2.5 us per small copy between two GPUs and ~3.5 us where the other GPU is
 // invisible to this process (a container); one launch moves 64 such copies in ~11 us in all
-// (bench/vis_probe.cu `-only kbatch`, thirty-sixth session). Plain types: read by nvcc and the host compiler.
+// (bench/vis_probe/ `-only kbatch`, thirty-sixth session). Plain types: read by nvcc and the host compiler.
 #pragma once
 #include <cstdint>
 
@@ -22,7 +22,7 @@ struct GatherArgs {
 // The resident copy kernel (cgdr_resident in mem/gather_kernel.cu; host side in mem/resident.cc):
 // one block that stays on its GPU between messages and copies what the CPU posts to it through
 // mapped host memory, so that a lone small message costs a few stores instead of a copy-engine
-// operation's issue (1.5-3.5 us of CPU time) and wait (bench/vis_probe.cu `-only spin`, forty-
+// operation's issue (1.5-3.5 us of CPU time) and wait (bench/vis_probe/ `-only spin`, forty-
 // seventh session: an 8-byte ping-pong hop between two GPUs 6.1-6.6 us against 8.3-11.0 on the
 // copy engine on two H200s). The CPU writes slot[k % kResidentSlots] and then `ring` = k; the
 // kernel copies every posted message in order, fences to system scope, writes `done`, and leaves

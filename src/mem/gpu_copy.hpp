@@ -20,12 +20,12 @@ enum class CopyDir { kToHost, kToDevice, kPeer, kStage };
 // copy within one GPU, or from/to memory of a GPU this process cannot see (a container that sees
 // only its own GPU), against ~1.6 us between two GPUs it can see; one CUDA graph per stream
 // holding a single copy node, re-pointed per copy, costs ~1.9 us in every case (measured on
-// nvidia-h200-x2 by bench/vis_probe.cu). kGraph asks for the graph (used where the other side is
+// nvidia-h200-x2 by bench/vis_probe/). kGraph asks for the graph (used where the other side is
 // on this GPU or on an invisible one); CGDR_CUDA_GRAPH_COPY overrides. kGraphLanes: the graph,
 // and a kPeer copy of at least CGDR_CUDA_PEER_LANES_MIN bytes goes to the next of the device's
 // peer lanes in turn (CGDR_CUDA_PEER_LANES streams): where the other side is on a GPU this
 // process cannot see, windows of 1-8 MiB copies moved 1.14-1.47x more over 4 streams than over
-// one (between two visible GPUs, no more: bench/vis_probe.cu `-only wstreams`, thirty-eighth
+// one (between two visible GPUs, no more: bench/vis_probe/ `-only wstreams`, thirty-eighth
 // session).
 enum class Issue { kMemcpy, kGraph, kGraphLanes };
 
@@ -44,7 +44,7 @@ inline std::uint64_t copyId(std::uint64_t a, std::uint64_t b) {
 }
 
 // What one pass of a poller over many copies has learnt. Asking the driver whether a copy is
-// done costs ~1.3 us here (bench/vis_probe.cu, "call costs"); a stream runs its copies in order,
+// done costs ~1.3 us here (bench/vis_probe/, "call costs"); a stream runs its copies in order,
 // so once a copy is found unfinished, every later copy on its stream is unfinished too and is
 // not asked about again in the same pass. And where a pass finds a second copy of a stream
 // done, more have likely finished together (a window of small messages): the stream is asked
