@@ -191,7 +191,12 @@ class ShmEngine {
   };
 
   ShmEngine() = default;
-  void printStats();  // CGDR_STATS=1, at stop (shm_stats.cc)
+  // CGDR_STATS=1, at stop (shm_stats.cc): the message counters and channels, the GPU copies and the
+  // exportable heap, the rendezvous trace, the channels by size.
+  void printStats();
+  void printGpuStats() const;
+  void printTrace();
+  void printSizeStats() const;
   bool drainControl(channel::shm::Peer& p);
   bool drainMessages(channel::shm::Peer& p);
   bool step();

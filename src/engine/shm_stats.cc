@@ -56,6 +56,28 @@ void ShmEngine::printStats() {
       line += std::string(line.empty() ? "" : ", ") + sched::channelName(static_cast<sched::Channel>(c)) + " " +
               std::to_string(s.channel[c]);
   if (!line.empty()) CGDR_LOG(kWarn, kShm, "stats: channels: %s", line.c_str());
+  printGpuStats();
+  if (tracing()) printTrace();
+  printSizeStats();
+}
+
+// Which channels served each size class (powers of two).
+void ShmEngine::printSizeStats() const {
+  const Stats& s = stats_;
+  for (int b = 0; b < 65; ++b) {
+    if (!s.bySize[b]) continue;
+    std::string line;
+    for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
+      if (s.bySize[b] & (1u << c))
+        line += std::string(line.empty() ? "" : ",") + sched::channelName(static_cast<sched::Channel>(c));
+    unsigned long long lo = b == 0 ? 0 : 1ull << (b - 1), hi = b == 0 ? 0 : b == 64 ? ~0ull : (1ull << b) - 1;
+    CGDR_LOG(kWarn, kShm, "stats: sizes %llu..%llu: %s", lo, hi, line.c_str());
+  }
+}
+
+// The GPU copies by the way they were made, the peers' cuMem mappings, the exportable heap.
+void ShmEngine::printGpuStats() const {
+  const Stats& s = stats_;
   mem::CopyCounts cc = mem::copyCounts();
   if (cc.graph + cc.plain + cc.batched + cc.resident)
     CGDR_LOG(kWarn, kShm, "stats: GPU copies: graph %llu (repeated %llu), plain %llu, by the copy kernel %llu in "
@@ -83,34 +105,27 @@ void ShmEngine::printStats() {
              "%zu chunks of %zu MiB (%zu shared, %zu idle of %zu MiB, %zu trimmed), %zu live", hs.served,
              hs.asyncServed, hs.reused, hs.fallbacks, hs.deferred, hs.captured, hs.chunks, hs.chunkBytes >> 20,
              hs.sharedChunks, hs.idleChunks, hs.idleBytes >> 20, hs.trimmed, hs.live);
-  if (tracing()) {
-    static const char* names[] = {"send-build", "envelope",    "recv-choose", "copy-issue",
-                                  "copy-run",   "cts",         "pushed",      "recv-finish",
-                                  "turnaround", "recv-return", "send-entry",  "done-advert",
-                                  "done-look"};
-    static_assert(sizeof names / sizeof *names == kTrCount);
-    line.clear();
-    for (int t = 0; t < kTrCount; ++t)
-      if (traceCount_[t]) {
-        auto& v = traceSamples_[t];
-        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-        char b[112];
-        std::snprintf(b, sizeof b, "%s%s %.2f / %.2f us (%llu)", line.empty() ? "" : ", ", names[t],
-                      double(v[v.size() / 2]) / 1000.0, double(traceSum_[t]) / double(traceCount_[t]) / 1000.0,
-                      ull(traceCount_[t]));
-        line += b;
-      }
-    CGDR_LOG(kWarn, kShm, "stats: GPU rendezvous trace (median / mean): %s", line.c_str());
-  }
-  for (int b = 0; b < 65; ++b) {
-    if (!s.bySize[b]) continue;
-    line.clear();
-    for (int c = 0; c < static_cast<int>(sched::Channel::kCount); ++c)
-      if (s.bySize[b] & (1u << c))
-        line += std::string(line.empty() ? "" : ",") + sched::channelName(static_cast<sched::Channel>(c));
-    unsigned long long lo = b == 0 ? 0 : 1ull << (b - 1), hi = b == 0 ? 0 : b == 64 ? ~0ull : (1ull << b) - 1;
-    CGDR_LOG(kWarn, kShm, "stats: sizes %llu..%llu: %s", lo, hi, line.c_str());
-  }
+}
+
+// Median and mean of each step of a GPU rendezvous (CGDR_TRACE_GPU=1).
+void ShmEngine::printTrace() {
+  static const char* names[] = {"send-build", "envelope",    "recv-choose", "copy-issue",
+                                "copy-run",   "cts",         "pushed",      "recv-finish",
+                                "turnaround", "recv-return", "send-entry",  "done-advert",
+                                "done-look"};
+  static_assert(sizeof names / sizeof *names == kTrCount);
+  std::string line;
+  for (int t = 0; t < kTrCount; ++t)
+    if (traceCount_[t]) {
+      auto& v = traceSamples_[t];
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      char b[112];
+      std::snprintf(b, sizeof b, "%s%s %.2f / %.2f us (%llu)", line.empty() ? "" : ", ", names[t],
+                    double(v[v.size() / 2]) / 1000.0, double(traceSum_[t]) / double(traceCount_[t]) / 1000.0,
+                    ull(traceCount_[t]));
+      line += b;
+    }
+  CGDR_LOG(kWarn, kShm, "stats: GPU rendezvous trace (median / mean): %s", line.c_str());
 }
 
 }  // namespace cgdr::engine
