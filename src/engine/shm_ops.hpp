@@ -88,6 +88,12 @@ class ShmSend final : public base::Op {
   // (ShmEngine::deliveredFlag: the receiver learns of the copy without this CPU in between).
   base::Status issuePush(void* dst, const GpuOffer& t, sched::Channel used, mem::Issue issue, std::uint64_t n,
                          bool mayHold = false, bool resident = false, const mem::DoneFlag* flag = nullptr);
+  // Where CGDR_TRACE_GPU is on: the steps that ended since the last GPU message, and this one's start
+  // (0 for host data, or with tracing off).
+  std::uint64_t traceStart(bool gpu);
+  // Whether the message goes in the ring: it fits there (`fits`), and GPU data only where the
+  // scheduler says so for this peer, pattern and source.
+  bool goesEager(bool fits, bool gpu, GpuPaths* paths) const;
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
   // *none: the receiver had no advert posted at all.
   bool tryClaim(std::uint64_t t0, bool* none);
@@ -178,6 +184,10 @@ class ShmRecv final : public base::Op {
   void complete(std::size_t received, std::size_t size);
   void finalize();
   void setEnvelope(int src, int tag);
+  // startRendezvous of a message from a GPU buffer: the channel for q (whose caps it fills in), then
+  // this rank's pull, the sender's push, or the sender's stream (the cuMem ring or host chunks).
+  void startGpuRendezvous(channel::shm::Peer& from, const Unexpected& env, sched::Query q, GpuPaths* paths,
+                          std::uint64_t t0);
   bool startPull(channel::shm::Peer& from, const Unexpected& env, sched::Channel ch);
   bool startPush(channel::shm::Peer& from, const GpuOffer& target, sched::Channel ch, std::uint64_t tail);
   void sendCts(channel::shm::Peer& from, channel::shm::StreamMode mode, std::uint32_t chunk = 0,

@@ -284,58 +284,7 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
                  sched::tracer().pattern(from.worldRank), sched::Caps{}};
   if (env.gpu || target_.gpu()) e_.pinFor(from);  // (a wildcard receive: not pinned when posted)
   if (env.gpu) {
-    GpuPaths::Place place = GpuPaths::Place::kUnknown;
-    if (paths) {
-      q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
-      place = paths->placeOf(env.offer, target_.gpu() ? target_.device() : -1);
-      place_ = place;
-      issue_ = GpuPaths::issueFor(place);
-      if (target_.gpu()) GpuPaths::railCaps(place, &q.caps);
-    }
-    // Where the sender can map this rank's buffer it may push: the same single-copy channels.
-    // posted: above the pull limit it pushes, so both directions of a pair agree on who copies
-    // (on one GPU: where it drives the pair). fallback (and posted otherwise): only where this
-    // rank cannot pull.
-    if (paths && target_.gpu() && env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice)) {
-      q.sameGpu = place == GpuPaths::Place::kSameGpu;
-      q.senderDrives = !paths->drives(from.worldRank);
-    }
-    GpuOffer target;
-    int push = gPush.get().index;
-    bool canPull = q.caps.ipc || q.caps.vmmZc;
-    bool askPush = push == kPushAlways || (push == kPushPosted && sched::senderCopies(sched::table(), q)) ||
-                   ((push == kPushFallback || push == kPushPosted) && !canPull);
-    if (paths && askPush && expect_ &&
-        env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) && target_.gpu() && target_.contiguous() &&
-        target_.direct()) {
-      paths->describe(from.worldRank, target_.direct(), expect_, target_.mem(), &target);
-      q.caps.ipc = q.caps.ipc || (target.flags & GpuOffer::kIpc);
-      q.caps.vmmZc = q.caps.vmmZc || (target.flags & GpuOffer::kZc);
-    }
-    sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
-    if (t0) e_.trace(ShmEngine::kTrRecvChoose, t0);
-    if (ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) {
-      if (target.flags & (GpuOffer::kIpc | GpuOffer::kZc)) {  // the chosen channel's handle, else the other
-        std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
-        if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
-        target.flags = want | (target.flags & GpuOffer::kMps);
-        railBoth_ = false;  // asked only where the rail is taken one way or the other
-        std::size_t tail = sched::hostRail(sched::table(), q, [&] { return railBoth_ = e_.sendingTo(from); });
-        if (railBoth_) tail = sched::governedTail(tail, from.railFactor);
-        if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc,
-                      tail))
-          return;
-      }
-      if (startPull(from, env, ch)) return;
-    }
-    bool ring = ch == sched::Channel::kCudaVmmStage ||
-                ((ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) && q.caps.vmmStage);
-    if (!chooseDestination(true)) {
-      abort(base::Status(base::Errc::kNoMemory, "no landing memory for a GPU message"));
-      return;
-    }
-    e_.countChannel(ring ? sched::Channel::kCudaVmmStage : sched::Channel::kHostPipe, size_);
-    sendCts(from, ring ? shm::StreamMode::kDevRing : shm::StreamMode::kHostChunks);
+    startGpuRendezvous(from, env, q, paths, t0);
     return;
   }
   q.caps.cma = from.cma && env.addr;
@@ -354,6 +303,62 @@ void ShmRecv::startRendezvous(shm::Peer& from, const Unexpected& env) {
   }
   e_.countChannel(sched::Channel::kHostPipe, size_);
   sendCts(from, shm::StreamMode::kHostChunks);
+}
+
+void ShmRecv::startGpuRendezvous(shm::Peer& from, const Unexpected& env, sched::Query q, GpuPaths* paths,
+                                 std::uint64_t t0) {
+  GpuPaths::Place place = GpuPaths::Place::kUnknown;
+  if (paths) {
+    q.caps = paths->receiverCaps(from.worldRank, env.offer, target_.gpu() ? target_.device() : -1);
+    place = paths->placeOf(env.offer, target_.gpu() ? target_.device() : -1);
+    place_ = place;
+    issue_ = GpuPaths::issueFor(place);
+    if (target_.gpu()) GpuPaths::railCaps(place, &q.caps);
+  }
+  // Where the sender can map this rank's buffer it may push: the same single-copy channels.
+  // posted: above the pull limit it pushes, so both directions of a pair agree on who copies
+  // (on one GPU: where it drives the pair). fallback (and posted otherwise): only where this
+  // rank cannot pull.
+  if (paths && target_.gpu() && env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice)) {
+    q.sameGpu = place == GpuPaths::Place::kSameGpu;
+    q.senderDrives = !paths->drives(from.worldRank);
+  }
+  GpuOffer target;
+  int push = gPush.get().index;
+  bool canPull = q.caps.ipc || q.caps.vmmZc;
+  bool askPush = push == kPushAlways || (push == kPushPosted && sched::senderCopies(sched::table(), q)) ||
+                 ((push == kPushFallback || push == kPushPosted) && !canPull);
+  if (paths && askPush && expect_ &&
+      env.offer.kind == static_cast<std::int32_t>(mem::MemKind::kDevice) && target_.gpu() && target_.contiguous() &&
+      target_.direct()) {
+    paths->describe(from.worldRank, target_.direct(), expect_, target_.mem(), &target);
+    q.caps.ipc = q.caps.ipc || (target.flags & GpuOffer::kIpc);
+    q.caps.vmmZc = q.caps.vmmZc || (target.flags & GpuOffer::kZc);
+  }
+  sched::Channel ch = expect_ ? sched::select(sched::table(), q) : sched::Channel::kHostPipe;
+  if (t0) e_.trace(ShmEngine::kTrRecvChoose, t0);
+  if (ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) {
+    if (target.flags & (GpuOffer::kIpc | GpuOffer::kZc)) {  // the chosen channel's handle, else the other
+      std::uint32_t want = ch == sched::Channel::kCudaIpc ? GpuOffer::kIpc : GpuOffer::kZc;
+      if (!(target.flags & want)) want = target.flags & GpuOffer::kIpc ? GpuOffer::kIpc : GpuOffer::kZc;
+      target.flags = want | (target.flags & GpuOffer::kMps);
+      railBoth_ = false;  // asked only where the rail is taken one way or the other
+      std::size_t tail = sched::hostRail(sched::table(), q, [&] { return railBoth_ = e_.sendingTo(from); });
+      if (railBoth_) tail = sched::governedTail(tail, from.railFactor);
+      if (startPush(from, target, want == GpuOffer::kIpc ? sched::Channel::kCudaIpc : sched::Channel::kCudaVmmZc,
+                    tail))
+        return;
+    }
+    if (startPull(from, env, ch)) return;
+  }
+  bool ring = ch == sched::Channel::kCudaVmmStage ||
+              ((ch == sched::Channel::kCudaIpc || ch == sched::Channel::kCudaVmmZc) && q.caps.vmmStage);
+  if (!chooseDestination(true)) {
+    abort(base::Status(base::Errc::kNoMemory, "no landing memory for a GPU message"));
+    return;
+  }
+  e_.countChannel(ring ? sched::Channel::kCudaVmmStage : sched::Channel::kHostPipe, size_);
+  sendCts(from, ring ? shm::StreamMode::kDevRing : shm::StreamMode::kHostChunks);
 }
 
 void ShmRecv::onData(shm::Peer& from, std::uint32_t chunk, std::uint64_t offset, std::uint64_t len) {

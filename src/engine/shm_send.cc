@@ -55,44 +55,50 @@ void ShmSend::finish() {
   }
 }
 
+std::uint64_t ShmSend::traceStart(bool gpu) {
+  if (!ShmEngine::tracing()) return 0;
+  // This send's MPI call: traced where it is a GPU message, forgotten anyway.
+  std::uint64_t entered = e_.sendEntered.exchange(0);
+  if (!gpu) return 0;
+  std::uint64_t t0 = ShmEngine::traceNow();
+  if (std::uint64_t done = e_.lastRecvDone.exchange(0)) e_.trace(ShmEngine::kTrTurnaround, done);
+  if (entered) e_.trace(ShmEngine::kTrSendEntry, entered);
+  if (std::uint64_t done = peer_.doneSeenNs.exchange(0)) e_.trace(ShmEngine::kTrDoneLook, done);
+  return t0;
+}
+
+bool ShmSend::goesEager(bool fits, bool gpu, GpuPaths* paths) const {
+  if (!fits || !gpu) return fits;
+  std::size_t n = data_.size();
+  sched::Query q{paths ? paths->peerClass(peer_.worldRank) : sched::PeerClass::kSameNamespace, data_.mem().kind,
+                 sched::Dst::kUnknown, n, sched::tracer().pattern(peer_.worldRank),
+                 paths ? paths->senderCaps(peer_.worldRank) : sched::Caps{}};
+  q.caps.contiguous = data_.contiguous();
+  q.caps.vmmZc = false;  // known below, and only where it matters: is the source exportable?
+  if (sched::select(sched::table(), q) != sched::Channel::kEager) return false;
+  if (paths && q.caps.contiguous && data_.gpuData() && data_.mem().kind == mem::MemKind::kDevice &&
+      paths->zeroCopyable(peer_.worldRank, data_.gpuData(), n, data_.mem())) {
+    q.caps.vmmZc = true;
+    return sched::select(sched::table(), q) == sched::Channel::kEager;
+  }
+  return true;
+}
+
 bool ShmSend::tryPost() {
   std::lock_guard producer(peer_.sendLock);
   std::size_t n = data_.size();
   bool sync = mode_ == base::SendMode::kSync;
   bool gpu = n > 0 && data_.mem().onGpu();
   if (gpu) e_.pinFor(peer_);
-  std::uint64_t t0 = 0;
-  if (ShmEngine::tracing()) {
-    // This send's MPI call: traced where it is a GPU message, forgotten anyway.
-    std::uint64_t entered = e_.sendEntered.exchange(0);
-    if (gpu) {
-      t0 = ShmEngine::traceNow();
-      if (std::uint64_t done = e_.lastRecvDone.exchange(0)) e_.trace(ShmEngine::kTrTurnaround, done);
-      if (entered) e_.trace(ShmEngine::kTrSendEntry, entered);
-      if (std::uint64_t done = peer_.doneSeenNs.exchange(0)) e_.trace(ShmEngine::kTrDoneLook, done);
-    }
-  }
+  std::uint64_t t0 = traceStart(gpu);
   bool none = false;
   if (gpu && tryClaim(t0, &none)) return true;
   if (none && blocking_ && advertWaitRuns()) return false;  // queued meanwhile: progress tries again
   if (none && !blocking_ && spinForAdvert(t0)) return true;
   bool fits = n <= e_.eagerLimit() && peer_.out.withinCredit(peer_.eagerSent + n, e_.eagerCredit());
-  bool eager = fits;
   GpuOffer offer;
   GpuPaths* paths = e_.gpu();
-  if (gpu) {
-    sched::Query q{paths ? paths->peerClass(peer_.worldRank) : sched::PeerClass::kSameNamespace, data_.mem().kind,
-                   sched::Dst::kUnknown, n, sched::tracer().pattern(peer_.worldRank),
-                   paths ? paths->senderCaps(peer_.worldRank) : sched::Caps{}};
-    q.caps.contiguous = data_.contiguous();
-    q.caps.vmmZc = false;  // known below, and only where it matters: is the source exportable?
-    eager = fits && sched::select(sched::table(), q) == sched::Channel::kEager;
-    if (eager && paths && q.caps.contiguous && data_.gpuData() && data_.mem().kind == mem::MemKind::kDevice &&
-        paths->zeroCopyable(peer_.worldRank, data_.gpuData(), n, data_.mem())) {
-      q.caps.vmmZc = true;
-      eager = sched::select(sched::table(), q) == sched::Channel::kEager;
-    }
-  }
+  bool eager = goesEager(fits, gpu, paths);
   const char* bytes = nullptr;
   if (eager || !gpu) {  // host bytes: the ring's payload, or what the receiver may read in place
     auto v = data_.hostView();

@@ -120,6 +120,45 @@ bool markGpuStateGone(const char* how) {
   return true;
 }
 
+// A GPU buffer's n bytes from p (driver attributes a; heap > 0: in cgdr's exportable heap, at hp)
+// must end within the allocation holding them, and on mapped memory.
+base::Status checkExtent(const void* p, std::size_t n, const base::cuda::PointerAttrs& a, bool device, int heap,
+                         const HeapPlace& hp) {
+  // cuMem allocations mapped back to back into one reserved range are one range to the driver
+  // (measured on the H200: 3 of them, one range of their total size), so a buffer made that
+  // way (PyTorch's expandable segments) is one buffer here too. (A range of unknown size ends
+  // at its start: nothing is refused.)
+  auto addr = reinterpret_cast<std::uintptr_t>(p);
+  std::uintptr_t end = heap > 0 ? hp.start + hp.size : a.rangeStart + a.rangeSize;
+  if (end > addr && n > end - addr)
+    return refuse(base::Errc::kBufferOverrun,
+                  "buffer %p: the message's %zu bytes run past the end of the %s allocation holding it (%zu "
+                  "bytes from it to its end)",
+                  p, n, heap > 0 ? "cudaMalloc" : "GPU", static_cast<std::size_t>(end - addr));
+  // A reserved range is one range to the driver however much of it is mapped: past the mapping
+  // holding p, each next one must begin where the last ends until the buffer's end, or a copy
+  // faults or the driver refuses it mid-message. Mappings start and end on the device's
+  // allocation granularity (asked once: 2 MiB on an H100), so a buffer inside one such block -
+  // every small message - cannot cross one and is not asked about. Otherwise one query per
+  // mapping (~95 ns on an H100, BM_ClassifyDevicePieces): one for cudaMalloc memory (one mapping
+  // from 4 KiB to 64 MiB, measured), 13 for 256 MiB of PyTorch's 20 MiB pieces. (Managed
+  // memory is one range; where the driver cannot name the first mapping nothing is refused.)
+  std::uintptr_t last = addr + n;
+  if (device && heap == 0 && spansBlocks(addr, last, mappingGranule(a.device))) {
+    std::uintptr_t mapped = base::cuda::mappingEnd(addr);
+    while (mapped != 0 && mapped < last) {
+      std::uintptr_t next = base::cuda::mappingEnd(mapped);
+      if (next == 0)
+        return refuse(base::Errc::kBufferHole,
+                      "buffer %p: the message's %zu bytes run past the mapped memory of the GPU range holding it "
+                      "(%zu bytes from it on are mapped, then a hole nothing is mapped to)",
+                      p, n, static_cast<std::size_t>(mapped - addr));
+      mapped = next;
+    }
+  }
+  return base::Status::ok();
+}
+
 }  // namespace
 
 void noteGpuState() {
@@ -189,37 +228,7 @@ base::Result<MemInfo> classify(const void* p, std::size_t n) {
         return refuse(base::Errc::kInvalidBuffer,
                       "buffer %p (%zu bytes) is freed GPU memory (a range of cgdr's exportable heap no cudaMalloc holds)",
                       p, n);
-      // cuMem allocations mapped back to back into one reserved range are one range to the driver
-      // (measured on the H200: 3 of them, one range of their total size), so a buffer made that
-      // way (PyTorch's expandable segments) is one buffer here too. (A range of unknown size ends
-      // at its start: nothing is refused.)
-      std::uintptr_t end = heap > 0 ? hp.start + hp.size : a.rangeStart + a.rangeSize;
-      if (end > addr && n > end - addr)
-        return refuse(base::Errc::kBufferOverrun,
-                      "buffer %p: the message's %zu bytes run past the end of the %s allocation holding it (%zu "
-                      "bytes from it to its end)",
-                      p, n, heap > 0 ? "cudaMalloc" : "GPU", static_cast<std::size_t>(end - addr));
-      // A reserved range is one range to the driver however much of it is mapped: past the mapping
-      // holding p, each next one must begin where the last ends until the buffer's end, or a copy
-      // faults or the driver refuses it mid-message. Mappings start and end on the device's
-      // allocation granularity (asked once: 2 MiB on an H100), so a buffer inside one such block -
-      // every small message - cannot cross one and is not asked about. Otherwise one query per
-      // mapping (~95 ns on an H100, BM_ClassifyDevicePieces): one for cudaMalloc memory (one mapping
-      // from 4 KiB to 64 MiB, measured), 13 for 256 MiB of PyTorch's 20 MiB pieces. (Managed
-      // memory is one range; where the driver cannot name the first mapping nothing is refused.)
-      std::uintptr_t last = addr + n;
-      if (device && heap == 0 && spansBlocks(addr, last, mappingGranule(a.device))) {
-        std::uintptr_t mapped = base::cuda::mappingEnd(addr);
-        while (mapped != 0 && mapped < last) {
-          std::uintptr_t next = base::cuda::mappingEnd(mapped);
-          if (next == 0)
-            return refuse(base::Errc::kBufferHole,
-                          "buffer %p: the message's %zu bytes run past the mapped memory of the GPU range holding it "
-                          "(%zu bytes from it on are mapped, then a hole nothing is mapped to)",
-                          p, n, static_cast<std::size_t>(mapped - addr));
-          mapped = next;
-        }
-      }
+      if (base::Status st = checkExtent(p, n, a, device, heap, hp); !st.isOk()) return st;
       // (The heap's memory takes no mark: the heap flagged the context when it grew.)
       if (device && heap == 0) syncMemopsOnce(p, a.device, a.bufferId);
       return MemInfo{device ? MemKind::kDevice : MemKind::kManaged, a.device, a.bufferId, a.rangeStart,
