@@ -5,6 +5,8 @@
 # more than the margins the targets ask for; the medians of alternated rounds are steadier.
 #   bench/small-latency.sh BUILD_DIR OUTDIR   (SMALL_ROUNDS, SMALL_RANGE, SMALL_ITERS)
 # SMALL_ALT="VAR=VALUE ...": one more Container-Opt and one more Native run per round with those settings (an A/B).
+# SMALL_ALT_LIB=PATH: those runs preload this libcgdr.so instead (another build: an A/B of two versions of the code;
+# with SMALL_ALT or alone).
 # SMALL_TEST=bw (or bibw): that test instead of latency (window BW_WINDOW, default 16, as
 # bench/gpu-compare.sh), rates in MB/s (the floor then its copies' one-way rate is not comparable: left out).
 # SMALL_BASE="VAR=VALUE ...": settings of every cgdr run (both sides of the A/B).
@@ -21,8 +23,12 @@ rounds=${SMALL_ROUNDS:-3}
 cpus=${SMALL_CPUS:-2,3}
 base=()
 for v in ${SMALL_BASE:-}; do base+=(-x "$v"); done
-alt=()
+alt=() altlib=$lib altpods=() altname=${SMALL_ALT:-}
 for v in ${SMALL_ALT:-}; do alt+=(-x "$v"); done
+if [ -n "${SMALL_ALT_LIB:-}" ]; then
+  [ -r "$SMALL_ALT_LIB" ] || { echo "small-latency.sh: no library $SMALL_ALT_LIB" >&2; exit 2; }
+  altlib=$SMALL_ALT_LIB altpods=(--lib "$SMALL_ALT_LIB") altname="${altname:+$altname, }$SMALL_ALT_LIB"
+fi
 test=${SMALL_TEST:-latency}
 targs=(-i "$iters")
 [ "$test" = latency ] || targs=(-i "${BW_ITERS:-200:40}" -x 20:4 -W "${BW_WINDOW:-16}")
@@ -39,10 +45,10 @@ for ((r = 1; r <= rounds; ++r)); do
       2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/native-$tag.$r"
     timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" "$test" D D -m "$range" "${targs[@]}" \
       2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/opt-$tag.$r"
-    if [ -n "${SMALL_ALT:-}" ]; then
-      timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" "${alt[@]}" -- "$b" "$test" D D -m "$range" "${targs[@]}" \
-        2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt-$tag.$r"
-      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" "${alt[@]}" "$b" "$test" D D \
+    if [ -n "$altname" ]; then
+      timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${altpods[@]}" "${base[@]}" "${alt[@]}" -- "$b" "$test" D D \
+        -m "$range" "${targs[@]}" 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt-$tag.$r"
+      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$altlib" "${base[@]}" "${alt[@]}" "$b" "$test" D D \
         -m "$range" "${targs[@]}" 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/natalt-$tag.$r"
     fi
     if [ "${SMALL_BARE:-0}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ]; then
@@ -52,7 +58,7 @@ for ((r = 1; r <= rounds; ++r)); do
     fi
   done
 done
-python3 - "$out" "$rounds" "${SMALL_ALT:-}" "$cpus" "$test" <<'PY'
+python3 - "$out" "$rounds" "$altname" "$cpus" "$test" <<'PY'
 import os, statistics, sys
 out, rounds, alt, cpus, test = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(), sys.argv[5]
 lat = test == "latency"

@@ -47,4 +47,15 @@ expect "$out" "^pair 1 0 relation=2 engine=0 shm=0" "different uid, other side"
 expect "$out" "shared memory no \(different uid \(65534\): never attached\)" "different uid reason"
 [ -z "$(leftovers "$vol")" ] || fail "files left in the shared volume: $(leftovers "$vol")"
 rm -rf "$vol"
+
+# --lib: the ranks preload the given library (another build of cgdr, for an A/B of two versions),
+# named by its full path; one that is not there is refused before anything starts.
+alt=$(mktemp -d /tmp/cgdr-alt.XXXXXX)
+cp "$BIN/src/libcgdr.so" "$alt/libcgdr-other.so"
+out=$(cd "$alt" && CGDR_STATS=1 "$PODS" -n 2 --lib libcgdr-other.so -- sh -c 'echo "preload $LD_PRELOAD"' 2>&1)
+[ "$(grep -c "^preload $alt/libcgdr-other.so\$" <<<"$out")" = 2 ] || fail "--lib: both ranks preload it: $out"
+out=$("$PODS" -n 2 --lib "$alt/none.so" -- true 2>&1); rc=$?
+[ $rc = 2 ] || fail "--lib of a missing library: exit $rc, not 2"
+expect "$out" "^cgdr-pods: no library $alt/none.so" "--lib of a missing library: the message"
+rm -rf "$alt"
 finish
