@@ -10,7 +10,8 @@
 namespace cgdr::engine {
 namespace {
 base::Setting<long long> gSpins("CGDR_POLL_SPINS", "64", "polls",
-                                "Empty polls of a waiting call before it yields the CPU.");
+                                "Empty polls of a waiting call before it yields the CPU (0: it yields after each).",
+                                base::IntRange{0});
 }
 
 void Backoff::pause() {

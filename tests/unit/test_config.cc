@@ -188,7 +188,8 @@ TEST(Registry, RowsSayWhatTheSettingTakes) {
 
 // The library's number settings with ranges: a value outside is refused with a warning (before,
 // each was clamped where it was read, without a word: a rail share of 2 became 0.9, an idle time
-// of 0 became 1 us, a negative wait 0).
+// of 0 became 1 us, a negative wait 0; a negative CGDR_POLL_SPINS, cast to unsigned, meant a waiting
+// call never yielded the CPU).
 TEST(Registry, LibraryNumbersTakeTheirRanges) {
   struct Case {
     const char* name;
@@ -204,6 +205,7 @@ TEST(Registry, LibraryNumbersTakeTheirRanges) {
       {"CGDR_CUDA_RESIDENT_IDLE", {"1", "2", "1000000"}, {"0", "0.5", "-20", "1e8"}},
       {"CGDR_CUDA_RESIDENT_BACKOFF", {"0", "2000"}, {"-1", "1e7"}},
       {"CGDR_CUDA_RESIDENT_START_WAIT", {"0", "30", "1000"}, {"-1", "1000.5"}},
+      {"CGDR_POLL_SPINS", {"0", "64", "1000000"}, {"-1", "-64", "1.5"}},
   };
   for (const Case& c : cases) {
     for (const char* v : c.good) {
