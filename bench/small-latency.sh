@@ -27,7 +27,8 @@ alt=() altlib=$lib altpods=() altname=${SMALL_ALT:-}
 for v in ${SMALL_ALT:-}; do alt+=(-x "$v"); done
 if [ -n "${SMALL_ALT_LIB:-}" ]; then
   [ -r "$SMALL_ALT_LIB" ] || { echo "small-latency.sh: no library $SMALL_ALT_LIB" >&2; exit 2; }
-  altlib=$SMALL_ALT_LIB altpods=(--lib "$SMALL_ALT_LIB") altname="${altname:+$altname, }$SMALL_ALT_LIB"
+  # by its full path: the Native runs' ranks preload it from wherever mpirun starts them
+  altlib=$(realpath "$SMALL_ALT_LIB") altpods=(--lib "$altlib") altname="${altname:+$altname, }$altlib"
 fi
 test=${SMALL_TEST:-latency}
 targs=(-i "$iters")

@@ -52,7 +52,7 @@ rm -rf "$vol"
 # named by its full path; one that is not there is refused before anything starts.
 alt=$(mktemp -d /tmp/cgdr-alt.XXXXXX)
 cp "$BIN/src/libcgdr.so" "$alt/libcgdr-other.so"
-out=$(cd "$alt" && CGDR_STATS=1 "$PODS" -n 2 --lib libcgdr-other.so -- sh -c 'echo "preload $LD_PRELOAD"' 2>&1)
+out=$(cd "$alt" && "$PODS" -n 2 --lib libcgdr-other.so -- sh -c 'echo "preload $LD_PRELOAD"' 2>&1)
 [ "$(grep -c "^preload $alt/libcgdr-other.so\$" <<<"$out")" = 2 ] || fail "--lib: both ranks preload it: $out"
 out=$("$PODS" -n 2 --lib "$alt/none.so" -- true 2>&1); rc=$?
 [ $rc = 2 ] || fail "--lib of a missing library: exit $rc, not 2"
