@@ -198,6 +198,9 @@ class ShmEngine {
   void printTrace();
   void printSizeStats() const;
   bool drainControl(channel::shm::Peer& p);
+  bool onControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
+  bool onRecvControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
+  bool onSendControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
   bool drainMessages(channel::shm::Peer& p);
   bool step();
   bool handleRecord(channel::shm::Peer& p, const channel::shm::MsgHeader& h);

@@ -106,75 +106,89 @@ bool ShmEngine::drainControl(shm::Peer& p) {
     shm::CtlRecord c = *r;
     p.ctlIn.pop();
     any = true;
-    auto type = static_cast<shm::CtlType>(c.type);
-    if (type == shm::CtlType::kCancelReq) {
-      answerCancel(p, c.msgId);
-      continue;
-    }
-    if (type == shm::CtlType::kAdvertDone || type == shm::CtlType::kAdvertAbort) {
-      advertEnded(p, c);
-      if (p.dead) return true;
-      continue;
-    }
-    // Records about a message this rank receives (the sender streams, pushed, or gave up).
-    if (type == shm::CtlType::kData || type == shm::CtlType::kDevData || type == shm::CtlType::kPushed ||
-        type == shm::CtlType::kAbortSend) {
-      auto it = dataRecvs_.find(dataKey(p, c.msgId));
-      if (it == dataRecvs_.end()) {
-        if (type == shm::CtlType::kAbortSend) continue;  // the receive failed on its own meanwhile
-        breakPeer(p, "data record for an unknown message");
-        return true;
-      }
-      ShmRecv* rv = it->second;
-      if (type == shm::CtlType::kData) rv->onData(p, c.chunk, c.offset, c.len);
-      else if (type == shm::CtlType::kDevData) rv->onDevData(p, c);
-      else if (type == shm::CtlType::kPushed) {
-        traceDoneSeen(p, c.sentNs);
-        rv->onPushed(p, c.len);
-      } else {
-        rv->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
-                                                     " could not copy the message's GPU data"));
-      }
-      continue;
-    }
-    // Records about a message this rank sends. A push CTS names the receiver's description slot
-    // describing its buffer: read and given back whatever becomes of the send.
-    GpuOffer target;
-    bool push = type == shm::CtlType::kCts && c.mode == static_cast<std::uint64_t>(shm::StreamMode::kPush);
-    if (push) {
-      if (c.chunk >= ep_->geometry().descSlots) {
-        breakPeer(p, "push request naming no description slot");
-        return true;
-      }
-      std::memcpy(&target, ep_->peerDesc(p, c.chunk), sizeof target);
-      ep_->releasePeerDesc(p, c.chunk);
-    }
-    auto it = sends_.find(c.msgId);
-    if (it == sends_.end() || &it->second->peer() != &p) {
-      if (type == shm::CtlType::kCancelFail) continue;  // the send completed meanwhile
-      breakPeer(p, "control record for an unknown send");
-      return true;
-    }
-    ShmSend* s = it->second;
-    switch (type) {
-      case shm::CtlType::kCts:
-        if (c.sentNs && tracing()) trace(kTrCts, c.sentNs);
-        s->onCts(c.len, c.mode, push ? &target : nullptr, push ? c.offset : 0);
-        if (!s->finished()) streaming_.push_back(s);
-        break;
-      case shm::CtlType::kAbortRecv:
-        s->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
-                                                    " could not copy the message's GPU data"));
-        break;
-      case shm::CtlType::kFin: s->onFin(); break;
-      case shm::CtlType::kAck: s->onAck(); break;
-      case shm::CtlType::kCancelOk: s->onCancelReply(true); break;
-      case shm::CtlType::kCancelFail: s->onCancelReply(false); break;
-      default: breakPeer(p, "unknown control record"); return true;
-    }
+    if (!onControl(p, c)) return true;
   }
   if (p.ctlIn.broken()) breakPeer(p, "corrupt control ring");
   return any;
+}
+
+// One control record from the peer; false where the peer is dead after it (this record broke it).
+bool ShmEngine::onControl(shm::Peer& p, const shm::CtlRecord& c) {
+  auto type = static_cast<shm::CtlType>(c.type);
+  if (type == shm::CtlType::kCancelReq) {
+    answerCancel(p, c.msgId);
+    return true;
+  }
+  if (type == shm::CtlType::kAdvertDone || type == shm::CtlType::kAdvertAbort) {
+    advertEnded(p, c);
+    return !p.dead;
+  }
+  if (type == shm::CtlType::kData || type == shm::CtlType::kDevData || type == shm::CtlType::kPushed ||
+      type == shm::CtlType::kAbortSend)
+    return onRecvControl(p, c);
+  return onSendControl(p, c);
+}
+
+// A record about a message this rank receives (the sender streams, pushed, or gave up).
+bool ShmEngine::onRecvControl(shm::Peer& p, const shm::CtlRecord& c) {
+  auto type = static_cast<shm::CtlType>(c.type);
+  auto it = dataRecvs_.find(dataKey(p, c.msgId));
+  if (it == dataRecvs_.end()) {
+    if (type == shm::CtlType::kAbortSend) return true;  // the receive failed on its own meanwhile
+    breakPeer(p, "data record for an unknown message");
+    return false;
+  }
+  ShmRecv* rv = it->second;
+  if (type == shm::CtlType::kData) rv->onData(p, c.chunk, c.offset, c.len);
+  else if (type == shm::CtlType::kDevData) rv->onDevData(p, c);
+  else if (type == shm::CtlType::kPushed) {
+    traceDoneSeen(p, c.sentNs);
+    rv->onPushed(p, c.len);
+  } else {
+    rv->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
+                                                 " could not copy the message's GPU data"));
+  }
+  return true;
+}
+
+// A record about a message this rank sends. A push CTS names the receiver's description slot
+// describing its buffer: read and given back whatever becomes of the send.
+bool ShmEngine::onSendControl(shm::Peer& p, const shm::CtlRecord& c) {
+  auto type = static_cast<shm::CtlType>(c.type);
+  GpuOffer target;
+  bool push = type == shm::CtlType::kCts && c.mode == static_cast<std::uint64_t>(shm::StreamMode::kPush);
+  if (push) {
+    if (c.chunk >= ep_->geometry().descSlots) {
+      breakPeer(p, "push request naming no description slot");
+      return false;
+    }
+    std::memcpy(&target, ep_->peerDesc(p, c.chunk), sizeof target);
+    ep_->releasePeerDesc(p, c.chunk);
+  }
+  auto it = sends_.find(c.msgId);
+  if (it == sends_.end() || &it->second->peer() != &p) {
+    if (type == shm::CtlType::kCancelFail) return true;  // the send completed meanwhile
+    breakPeer(p, "control record for an unknown send");
+    return false;
+  }
+  ShmSend* s = it->second;
+  switch (type) {
+    case shm::CtlType::kCts:
+      if (c.sentNs && tracing()) trace(kTrCts, c.sentNs);
+      s->onCts(c.len, c.mode, push ? &target : nullptr, push ? c.offset : 0);
+      if (!s->finished()) streaming_.push_back(s);
+      break;
+    case shm::CtlType::kAbortRecv:
+      s->fail(base::Status(base::Errc::kCuda, "co-located rank " + std::to_string(p.worldRank) +
+                                                  " could not copy the message's GPU data"));
+      break;
+    case shm::CtlType::kFin: s->onFin(); break;
+    case shm::CtlType::kAck: s->onAck(); break;
+    case shm::CtlType::kCancelOk: s->onCancelReply(true); break;
+    case shm::CtlType::kCancelFail: s->onCancelReply(false); break;
+    default: breakPeer(p, "unknown control record"); return false;
+  }
+  return true;
 }
 
 void ShmEngine::flushCtl() {

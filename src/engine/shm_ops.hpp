@@ -97,6 +97,8 @@ class ShmSend final : public base::Op {
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
   // *none: the receiver had no advert posted at all.
   bool tryClaim(std::uint64_t t0, bool* none);
+  bool pushesInto(const GpuOffer& t, GpuPaths::Place place, sched::Channel* ch) const;
+  void countClaim(sched::Channel used, std::size_t n);
   // A send that found no advert: whether to hold its envelope back a little longer (starts the wait).
   bool advertWaitRuns();
   // A non-blocking send that found no advert: waits for it here, a little; true if it claimed it.

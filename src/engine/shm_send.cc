@@ -280,27 +280,9 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
     return false;
   GpuOffer t;
   std::memcpy(&t, a.payload, sizeof t);
-  // The pair's caps (a forced channel the pair can use, e.g. the staging ring, declines the claim:
-  // the rendezvous then takes that channel), the receive's single-copy paths from its advert.
-  sched::Query q{paths->peerClass(peer_.worldRank), mem::MemKind::kDevice, sched::Dst::kPosted, n,
-                 sched::tracer().pattern(peer_.worldRank), paths->senderCaps(peer_.worldRank)};
-  q.caps.ipc = (t.flags & GpuOffer::kIpc) != 0;
-  q.caps.vmmZc = (t.flags & GpuOffer::kZc) != 0;
   GpuPaths::Place place = paths->placeOf(t, data_.mem().device);
-  q.sameGpu = place == GpuPaths::Place::kSameGpu;
-  q.senderDrives = paths->drives(peer_.worldRank);
-  sched::Channel ch = sched::select(sched::table(), q);
-  if (ch != sched::Channel::kCudaIpc && ch != sched::Channel::kCudaVmmZc) return false;
-  // A message large enough for the host rail beside NVLink takes the rendezvous (the receiver
-  // asks for the split with its CTS); an advert's delivery is one copy.
-  sched::Query rail = q;
-  rail.dst = sched::Dst::kGpu;
-  GpuPaths::railCaps(place, &rail.caps);
-  if (sched::hostRail(sched::table(), rail, [&] { return e_.receivingFrom(peer_); }) > 0) return false;
-  // One GPU, the receiver drives: it pulls after the envelope (this process leaves the GPU alone).
-  // (pullable takes the paths mutex and looks the buffer up: asked only of the driver's adverts)
-  if (sched::leaveToReceiver(sched::table(), q) && paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem()))
-    return false;
+  sched::Channel ch;
+  if (!pushesInto(t, place, &ch)) return false;
   toSend_ = n;
   sched::Channel used = ch;
   void* dst = mapTarget(t, ch, &used);
@@ -311,18 +293,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   advert_ = a.idx;  // matched: this send is that receive's message now
   state_ = State::kStreaming;
   peer_.advertsInTime = true;
-  if (advertWaitFrom_) {  // found after waiting: for how long (CGDR_STATS)
-    std::uint64_t waited = ShmEngine::traceNow() - advertWaitFrom_;
-    auto& s = e_.stats();
-    ++s.advertWaitFound;
-    if (!blocking_) ++s.advertWaitFoundNonBlocking;
-    s.advertWaitNs += waited;
-    s.advertWaitLongestNs = std::max(s.advertWaitLongestNs, waited);
-  }
-  ++e_.stats().rendezvous;
-  ++e_.stats().singleCopy;
-  ++e_.stats().pushed;
-  e_.countChannel(used, n);
+  countClaim(used, n);
   if (t0) e_.trace(ShmEngine::kTrSendBuild, t0);
   bool mayHold = e_.wouldHoldPush(n, data_.mem().device) && paths->smReaches(t, used, place, data_.mem().device);
   bool resident = paths->residentOk(t, used, place, data_.mem().device, n);
@@ -335,6 +306,50 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   }
   e_.stream(this);
   return true;
+}
+
+// Whether the scheduler has this send copy straight into the advertised receive t (at place), and
+// over which single-copy channel.
+bool ShmSend::pushesInto(const GpuOffer& t, GpuPaths::Place place, sched::Channel* ch) const {
+  GpuPaths* paths = e_.gpu();
+  std::size_t n = data_.size();
+  // The pair's caps (a forced channel the pair can use, e.g. the staging ring, declines the claim:
+  // the rendezvous then takes that channel), the receive's single-copy paths from its advert.
+  sched::Query q{paths->peerClass(peer_.worldRank), mem::MemKind::kDevice, sched::Dst::kPosted, n,
+                 sched::tracer().pattern(peer_.worldRank), paths->senderCaps(peer_.worldRank)};
+  q.caps.ipc = (t.flags & GpuOffer::kIpc) != 0;
+  q.caps.vmmZc = (t.flags & GpuOffer::kZc) != 0;
+  q.sameGpu = place == GpuPaths::Place::kSameGpu;
+  q.senderDrives = paths->drives(peer_.worldRank);
+  *ch = sched::select(sched::table(), q);
+  if (*ch != sched::Channel::kCudaIpc && *ch != sched::Channel::kCudaVmmZc) return false;
+  // A message large enough for the host rail beside NVLink takes the rendezvous (the receiver
+  // asks for the split with its CTS); an advert's delivery is one copy.
+  sched::Query rail = q;
+  rail.dst = sched::Dst::kGpu;
+  GpuPaths::railCaps(place, &rail.caps);
+  if (sched::hostRail(sched::table(), rail, [&] { return e_.receivingFrom(peer_); }) > 0) return false;
+  // One GPU, the receiver drives: it pulls after the envelope (this process leaves the GPU alone).
+  // (pullable takes the paths mutex and looks the buffer up: asked only of the driver's adverts)
+  return !(sched::leaveToReceiver(sched::table(), q) &&
+           paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem()));
+}
+
+// A claimed advert in the statistics (CGDR_STATS): the rendezvous it spared, its channel, and how
+// long the send waited for it where it did.
+void ShmSend::countClaim(sched::Channel used, std::size_t n) {
+  auto& s = e_.stats();
+  if (advertWaitFrom_) {
+    std::uint64_t waited = ShmEngine::traceNow() - advertWaitFrom_;
+    ++s.advertWaitFound;
+    if (!blocking_) ++s.advertWaitFoundNonBlocking;
+    s.advertWaitNs += waited;
+    s.advertWaitLongestNs = std::max(s.advertWaitLongestNs, waited);
+  }
+  ++s.rendezvous;
+  ++s.singleCopy;
+  ++s.pushed;
+  e_.countChannel(used, n);
 }
 
 // A GPU send whose receiver has no advert posted holds its envelope back for up to

@@ -50,6 +50,44 @@ IdentityRecord* slot(void* base, int i) {
                                            static_cast<std::size_t>(i) * sizeof(IdentityRecord));
 }
 
+// Writes the segment's header (every writer stores the same values) and this rank's record, marked
+// ready last.
+void publish(void* base, const LocalityTable& t, std::uint64_t nonce) {
+  auto* h = static_cast<SegmentHeader*>(base);
+  h->magic = kSegmentMagic;
+  h->nonce = nonce;
+  h->slots = static_cast<std::uint32_t>(t.size);
+  h->recordSize = sizeof(IdentityRecord);
+  IdentityRecord* mine = slot(h, t.rank);
+  std::memcpy(static_cast<void*>(mine), &t.me, offsetof(IdentityRecord, ready));
+  std::atomic_ref<std::uint64_t>(mine->ready).store(nonce, std::memory_order_release);
+}
+
+// Copies every ready record into t->records after the synchronisation; which ranks listed a valid
+// one (none where the header is not this run's).
+std::vector<bool> readRecords(void* base, std::uint64_t nonce, LocalityTable* t) {
+  std::vector<bool> listed(t->size, false);
+  auto* h = static_cast<SegmentHeader*>(base);
+  bool headerOk = h->magic == kSegmentMagic && h->nonce == nonce && h->slots == static_cast<std::uint32_t>(t->size) &&
+                  h->recordSize == sizeof(IdentityRecord);
+  if (!headerOk) {
+    CGDR_LOG(kWarn, kTopo, "locality segment header invalid: ignored");
+    return listed;
+  }
+  for (int r = 0; r < t->size; ++r) {
+    IdentityRecord* s = slot(h, r);
+    if (std::atomic_ref<std::uint64_t>(s->ready).load(std::memory_order_acquire) != nonce) continue;
+    std::memcpy(static_cast<void*>(&t->records[r]), s, sizeof(IdentityRecord));
+    base::Status v = validateRecord(t->records[r], r, nonce);
+    if (!v.isOk()) {
+      CGDR_LOG(kWarn, kTopo, "%s: ignored", v.message().c_str());
+      continue;
+    }
+    listed[r] = true;
+  }
+  return listed;
+}
+
 }  // namespace
 
 LocalityMode configuredMode() { return static_cast<LocalityMode>(gMode.get().index); }
@@ -74,14 +112,7 @@ base::Status detect(MPI_Comm world) {
   std::snprintf(name, sizeof name, "%s%016llx-loc", base::shmPrefix().c_str(), static_cast<unsigned long long>(nonce));
   auto seg = base::ShmFile::open(dir, name, t.shmBytes);
   if (seg.isOk()) {
-    auto* h = static_cast<SegmentHeader*>(seg.value().data());
-    h->magic = kSegmentMagic;  // every writer stores the same values
-    h->nonce = nonce;
-    h->slots = static_cast<std::uint32_t>(t.size);
-    h->recordSize = sizeof(IdentityRecord);
-    IdentityRecord* mine = slot(h, t.rank);
-    std::memcpy(static_cast<void*>(mine), &t.me, offsetof(IdentityRecord, ready));
-    std::atomic_ref<std::uint64_t>(mine->ready).store(nonce, std::memory_order_release);
+    publish(seg.value().data(), t, nonce);
   } else {
     t.shmProblem = seg.status().message();
     CGDR_LOG(kWarn, kTopo, "no locality segment (%s): every peer goes through the real MPI", t.shmProblem.c_str());
@@ -95,21 +126,7 @@ base::Status detect(MPI_Comm world) {
   t.records.assign(t.size, IdentityRecord{});
   std::vector<bool> listed(t.size, false);
   if (seg.isOk()) {
-    auto* h = static_cast<SegmentHeader*>(seg.value().data());
-    bool headerOk = h->magic == kSegmentMagic && h->nonce == nonce && h->slots == static_cast<std::uint32_t>(t.size) &&
-                    h->recordSize == sizeof(IdentityRecord);
-    for (int r = 0; headerOk && r < t.size; ++r) {
-      IdentityRecord* s = slot(h, r);
-      if (std::atomic_ref<std::uint64_t>(s->ready).load(std::memory_order_acquire) != nonce) continue;
-      std::memcpy(static_cast<void*>(&t.records[r]), s, sizeof(IdentityRecord));
-      base::Status v = validateRecord(t.records[r], r, nonce);
-      if (!v.isOk()) {
-        CGDR_LOG(kWarn, kTopo, "%s: ignored", v.message().c_str());
-        continue;
-      }
-      listed[r] = true;
-    }
-    if (!headerOk) CGDR_LOG(kWarn, kTopo, "locality segment header invalid: ignored");
+    listed = readRecords(seg.value().data(), nonce, &t);
     seg.value().unlink();  // everyone mapped it before the allgather completed
     seg.value().close();
   }
