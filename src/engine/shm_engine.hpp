@@ -198,6 +198,7 @@ class ShmEngine {
   void printTrace();
   void printSizeStats() const;
   bool drainControl(channel::shm::Peer& p);
+  // One control record from p (about a receive of this rank, or a send); false where it broke p.
   bool onControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
   bool onRecvControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
   bool onSendControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);

@@ -335,8 +335,8 @@ bool ShmSend::pushesInto(const GpuOffer& t, GpuPaths::Place place, sched::Channe
            paths->pullable(peer_.worldRank, data_.gpuData(), n, data_.mem()));
 }
 
-// A claimed advert in the statistics (CGDR_STATS): the rendezvous it spared, its channel, and how
-// long the send waited for it where it did.
+// A claimed advert in the statistics (CGDR_STATS): a rendezvous moved by one copy that the sender
+// pushed, its channel, and how long the send waited for the advert where it did.
 void ShmSend::countClaim(sched::Channel used, std::size_t n) {
   auto& s = e_.stats();
   if (advertWaitFrom_) {
