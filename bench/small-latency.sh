@@ -33,6 +33,20 @@ fi
 test=${SMALL_TEST:-latency}
 targs=(-i "$iters")
 [ "$test" = latency ] || targs=(-i "${BW_ITERS:-200:40}" -x 20:4 -W "${BW_WINDOW:-16}")
+# One run of cgdr-bench on the CPU pair $c ($a, $z): native, opt (Container-Opt), alt, natalt (their A/B
+# sides, SMALL_ALT / SMALL_ALT_LIB).
+one_run() {
+  local m=(-m "$range" "${targs[@]}")
+  case $1 in
+    native) timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" \
+              "$b" "$test" D D "${m[@]}" ;;
+    opt) timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" "$test" D D "${m[@]}" ;;
+    alt) timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${altpods[@]}" "${base[@]}" "${alt[@]}" -- \
+           "$b" "$test" D D "${m[@]}" ;;
+    natalt) timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$altlib" "${base[@]}" "${alt[@]}" \
+              "$b" "$test" D D "${m[@]}" ;;
+  esac
+}
 for ((r = 1; r <= rounds; ++r)); do
   for c in $cpus; do
     a=${c%%,*} z=${c#*,} tag=${c//,/_}
@@ -42,16 +56,18 @@ for ((r = 1; r <= rounds; ++r)); do
       awk '/^ *[0-9]/ {print $1, $2}' "$out/floorlog-$tag.$r" > "$out/floor-$tag.$r"
       awk '/^ *[0-9]/ && NF >= 9 {print $1, $9}' "$out/floorlog-$tag.$r" > "$out/floormean-$tag.$r"
     fi
-    timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" "$b" "$test" D D -m "$range" "${targs[@]}" \
-      2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/native-$tag.$r"
-    timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" "$test" D D -m "$range" "${targs[@]}" \
-      2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/opt-$tag.$r"
-    if [ -n "$altname" ]; then
-      timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${altpods[@]}" "${base[@]}" "${alt[@]}" -- "$b" "$test" D D \
-        -m "$range" "${targs[@]}" 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/alt-$tag.$r"
-      timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$altlib" "${base[@]}" "${alt[@]}" "$b" "$test" D D \
-        -m "$range" "${targs[@]}" 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/natalt-$tag.$r"
+    # The runs of a round in one order, the next round's in the reverse: a run's place in the round
+    # weighs on it (an A/A of bw on one H200 with the runs always in this order: the Native run first
+    # in its round 0.79x the one last at 8 B, Opt/Opt 1.14-1.20), and reversed every other round each
+    # pair compared (Opt/Nat, Opt/Opt, Nat/Nat) sits as often in either order.
+    runs=(native opt)
+    [ -n "$altname" ] && runs+=(alt natalt)
+    if ((r % 2 == 0)); then
+      for ((i = 0, j = ${#runs[@]} - 1; i < j; ++i, --j)); do x=${runs[i]} runs[i]=${runs[j]} runs[j]=$x; done
     fi
+    for run in "${runs[@]}"; do
+      one_run "$run" 2>&1 | awk '/^[0-9]/ {print $1, $2}' > "$out/$run-$tag.$r"
+    done
     if [ "${SMALL_BARE:-0}" = 1 ] && [ -x "$build/bench/cgdr-ipc-probe" ]; then
       # the "push pp" column of the 8-byte row (bytes, push, pull, push pp, ...)
       timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 "$build/bench/cgdr-ipc-probe" -i 2000 2>&1 |
