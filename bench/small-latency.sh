@@ -57,9 +57,9 @@ for ((r = 1; r <= rounds; ++r)); do
       awk '/^ *[0-9]/ && NF >= 9 {print $1, $9}' "$out/floorlog-$tag.$r" > "$out/floormean-$tag.$r"
     fi
     # The runs of a round in one order, the next round's in the reverse: a run's place in the round
-    # weighs on it (an A/A of bw on one H200 with the runs always in this order: the Native run first
-    # in its round 0.79x the one last at 8 B, Opt/Opt 1.14-1.20), and reversed every other round each
-    # pair compared (Opt/Nat, Opt/Opt, Nat/Nat) sits as often in either order.
+    # weighs on it (an A/A of bw on one H200 with the runs always in this order: Nat/Nat 0.71-0.97,
+    # the Native run first in its round against the one last; Opt/Opt 1.00-1.24), and reversed every
+    # other round each pair compared (Opt/Nat, Opt/Opt, Nat/Nat) sits as often in either order.
     runs=(native opt)
     [ -n "$altname" ] && runs+=(alt natalt)
     if ((r % 2 == 0)); then
