@@ -7,6 +7,7 @@
 # SMALL_ALT="VAR=VALUE ...": one more Container-Opt and one more Native run per round with those settings (an A/B).
 # SMALL_ALT_LIB=PATH: those runs preload this libcgdr.so instead (another build: an A/B of two versions of the code;
 # with SMALL_ALT or alone).
+# SMALL_KIND=V: cuMem buffers the program makes (cgdr-bench V) instead of cudaMalloc ones (D).
 # SMALL_TEST=bw (or bibw): that test instead of latency (window BW_WINDOW, default 16, as
 # bench/gpu-compare.sh), rates in MB/s (the floor then its copies' one-way rate is not comparable: left out).
 # SMALL_BASE="VAR=VALUE ...": settings of every cgdr run (both sides of the A/B).
@@ -31,6 +32,7 @@ if [ -n "${SMALL_ALT_LIB:-}" ]; then
   altlib=$(realpath "$SMALL_ALT_LIB") altpods=(--lib "$altlib") altname="${altname:+$altname, }$altlib"
 fi
 test=${SMALL_TEST:-latency}
+kind=${SMALL_KIND:-D}  # both ranks' buffers (cgdr-bench's letters)
 targs=(-i "$iters")
 [ "$test" = latency ] || targs=(-i "${BW_ITERS:-200:40}" -x 20:4 -W "${BW_WINDOW:-16}")
 # One run of cgdr-bench on the CPU pair $c ($a, $z): native, opt (Container-Opt), alt, natalt (their A/B
@@ -39,12 +41,12 @@ one_run() {
   local m=(-m "$range" "${targs[@]}")
   case $1 in
     native) timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$lib" "${base[@]}" \
-              "$b" "$test" D D "${m[@]}" ;;
-    opt) timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" "$test" D D "${m[@]}" ;;
+              "$b" "$test" "$kind" "$kind" "${m[@]}" ;;
+    opt) timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" "$test" "$kind" "$kind" "${m[@]}" ;;
     alt) timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${altpods[@]}" "${base[@]}" "${alt[@]}" -- \
-           "$b" "$test" D D "${m[@]}" ;;
+           "$b" "$test" "$kind" "$kind" "${m[@]}" ;;
     natalt) timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$altlib" "${base[@]}" "${alt[@]}" \
-              "$b" "$test" D D "${m[@]}" ;;
+              "$b" "$test" "$kind" "$kind" "${m[@]}" ;;
   esac
 }
 for ((r = 1; r <= rounds; ++r)); do
@@ -75,9 +77,10 @@ for ((r = 1; r <= rounds; ++r)); do
     fi
   done
 done
-python3 - "$out" "$rounds" "$altname" "$cpus" "$test" <<'PY'
+python3 - "$out" "$rounds" "$altname" "$cpus" "$test" "$kind" <<'PY'
 import os, statistics, sys
-out, rounds, alt, cpus, test = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(), sys.argv[5]
+out, rounds, alt, cpus, test, buf = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(), sys.argv[5], \
+    sys.argv[6]
 lat = test == "latency"
 kinds = ("floor", "floormean", "native", "opt", "alt", "natalt", "bare")
 for c in cpus:
@@ -94,7 +97,7 @@ for c in cpus:
                 byRound.setdefault((kind, int(size)), {})[r] = float(v)
     med = lambda k, s: statistics.median(vals.get((k, s), [float("nan")]))
     sizes = sorted({s for (k, s) in vals if k != "bare"})
-    print(f"D->D {test}, {'us' if lat else 'MB/s'}, ranks on CPUs {c}: median of {rounds} alternated rounds"
+    print(f"{buf}->{buf} {test}, {'us' if lat else 'MB/s'}, ranks on CPUs {c}: median of {rounds} alternated rounds"
           + (" (floor: bare cudaMemcpyPeerAsync, the median of its copies; floor mean: their mean, the"
              " statistic cgdr-bench reports)" if lat else "") + "\n")
     # Columns as (heading, value of a size); the floor's only where latency was measured (bw/bibw: no floor).
