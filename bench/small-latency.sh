@@ -8,6 +8,7 @@
 # SMALL_ALT_LIB=PATH: those runs preload this libcgdr.so instead (another build: an A/B of two versions of the code;
 # with SMALL_ALT or alone).
 # SMALL_KIND=V: cuMem buffers the program makes (cgdr-bench V) instead of cudaMalloc ones (D).
+# SMALL_ALT_KIND=V: the A/B's runs with that kind of buffer (with SMALL_ALT, SMALL_ALT_LIB or alone).
 # SMALL_TEST=bw (or bibw): that test instead of latency (window BW_WINDOW, default 16, as
 # bench/gpu-compare.sh), rates in MB/s (the floor then its copies' one-way rate is not comparable: left out).
 # SMALL_BASE="VAR=VALUE ...": settings of every cgdr run (both sides of the A/B).
@@ -33,6 +34,8 @@ if [ -n "${SMALL_ALT_LIB:-}" ]; then
 fi
 test=${SMALL_TEST:-latency}
 kind=${SMALL_KIND:-D}  # both ranks' buffers (cgdr-bench's letters)
+altkind=${SMALL_ALT_KIND:-$kind}
+[ "$altkind" = "$kind" ] || altname="${altname:+$altname, }$altkind bufs"
 targs=(-i "$iters")
 [ "$test" = latency ] || targs=(-i "${BW_ITERS:-200:40}" -x 20:4 -W "${BW_WINDOW:-16}")
 # One run of cgdr-bench on the CPU pair $c ($a, $z): native, opt (Container-Opt), alt, natalt (their A/B
@@ -44,9 +47,9 @@ one_run() {
               "$b" "$test" "$kind" "$kind" "${m[@]}" ;;
     opt) timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${base[@]}" -- "$b" "$test" "$kind" "$kind" "${m[@]}" ;;
     alt) timeout 60 "$pods" -n 2 --gpus "$gpus" --cpus "$a;$z" "${altpods[@]}" "${base[@]}" "${alt[@]}" -- \
-           "$b" "$test" "$kind" "$kind" "${m[@]}" ;;
+           "$b" "$test" "$altkind" "$altkind" "${m[@]}" ;;
     natalt) timeout 60 mpirun --cpu-set "$c" --bind-to core -np 2 -x LD_PRELOAD="$altlib" "${base[@]}" "${alt[@]}" \
-              "$b" "$test" "$kind" "$kind" "${m[@]}" ;;
+              "$b" "$test" "$altkind" "$altkind" "${m[@]}" ;;
   esac
 }
 for ((r = 1; r <= rounds; ++r)); do
