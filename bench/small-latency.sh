@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Small-message D->D latency, repeated: the floor (bare cudaMemcpyPeerAsync), Native and
+# Small-message D->D latency (SMALL_KIND: other buffers), repeated: the floor (bare cudaMemcpyPeerAsync), Native and
 # Container-Opt run back to back ROUNDS times on one machine, and the median of each size is
 # reported. One comparison run's single values move by ±0.5-1 us on the GPU machine, which is
 # more than the margins the targets ask for; the medians of alternated rounds are steadier.
@@ -35,6 +35,12 @@ fi
 test=${SMALL_TEST:-latency}
 kind=${SMALL_KIND:-D}  # both ranks' buffers (cgdr-bench's letters)
 altkind=${SMALL_ALT_KIND:-$kind}
+for k in "$kind" "$altkind"; do
+  case $k in
+    H|D|M|V|A) ;;
+    *) echo "small-latency.sh: buffer kind '$k' is none of cgdr-bench's H D M V A" >&2; exit 2 ;;
+  esac
+done
 [ "$altkind" = "$kind" ] || altname="${altname:+$altname, }$altkind bufs"
 targs=(-i "$iters")
 [ "$test" = latency ] || targs=(-i "${BW_ITERS:-200:40}" -x 20:4 -W "${BW_WINDOW:-16}")
