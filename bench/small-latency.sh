@@ -7,7 +7,8 @@
 # SMALL_ALT="VAR=VALUE ...": one more Container-Opt and one more Native run per round with those settings (an A/B).
 # SMALL_ALT_LIB=PATH: those runs preload this libcgdr.so instead (another build: an A/B of two versions of the code;
 # with SMALL_ALT or alone).
-# SMALL_KIND=V: cuMem buffers the program makes (cgdr-bench V) instead of cudaMalloc ones (D).
+# SMALL_KIND=V: cuMem buffers the program makes (cgdr-bench V) instead of cudaMalloc ones (D); H: host buffers
+# (the floor, a GPU copy, is then left out).
 # SMALL_ALT_KIND=V: the A/B's runs with that kind of buffer (with SMALL_ALT, SMALL_ALT_LIB or alone).
 # SMALL_TEST=bw (or bibw): that test instead of latency (window BW_WINDOW, default 16, as
 # bench/gpu-compare.sh), rates in MB/s (the floor then its copies' one-way rate is not comparable: left out).
@@ -41,6 +42,9 @@ for k in "$kind" "$altkind"; do
     *) echo "small-latency.sh: buffer kind '$k' is none of cgdr-bench's H D M V A" >&2; exit 2 ;;
   esac
 done
+# the floor (a bare GPU peer copy) is measured for latency between GPU buffers only
+floor=0
+[ "$test" = latency ] && [ "$kind" != H ] && [ "$altkind" != H ] && floor=1
 [ "$altkind" = "$kind" ] || altname="${altname:+$altname, }$altkind bufs"
 targs=(-i "$iters")
 [ "$test" = latency ] || targs=(-i "${BW_ITERS:-200:40}" -x 20:4 -W "${BW_WINDOW:-16}")
@@ -61,7 +65,7 @@ one_run() {
 for ((r = 1; r <= rounds; ++r)); do
   for c in $cpus; do
     a=${c%%,*} z=${c#*,} tag=${c//,/_}
-    if [ "$test" = latency ]; then
+    if [ "$floor" = 1 ]; then
       # the floor's median (column 2) and mean (column 9: cgdr-bench's statistic)
       taskset -c "$a" "$build/bench/cgdr-peer-copy-bench" "${floorargs[@]}" -m "$range" > "$out/floorlog-$tag.$r" 2>&1
       awk '/^ *[0-9]/ {print $1, $2}' "$out/floorlog-$tag.$r" > "$out/floor-$tag.$r"
@@ -86,11 +90,11 @@ for ((r = 1; r <= rounds; ++r)); do
     fi
   done
 done
-python3 - "$out" "$rounds" "$altname" "$cpus" "$test" "$kind" <<'PY'
+python3 - "$out" "$rounds" "$altname" "$cpus" "$test" "$kind" "$floor" <<'PY'
 import os, statistics, sys
 out, rounds, alt, cpus, test, buf = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(), sys.argv[5], \
     sys.argv[6]
-lat = test == "latency"
+lat, floor = test == "latency", sys.argv[7] == "1"
 kinds = ("floor", "floormean", "native", "opt", "alt", "natalt", "bare")
 for c in cpus:
     tag = c.replace(",", "_")
@@ -108,17 +112,17 @@ for c in cpus:
     sizes = sorted({s for (k, s) in vals if k != "bare"})
     print(f"{buf}->{buf} {test}, {'us' if lat else 'MB/s'}, ranks on CPUs {c}: median of {rounds} alternated rounds"
           + (" (floor: bare cudaMemcpyPeerAsync, the median of its copies; floor mean: their mean, the"
-             " statistic cgdr-bench reports)" if lat else "") + "\n")
-    # Columns as (heading, value of a size); the floor's only where latency was measured (bw/bibw: no floor).
+             " statistic cgdr-bench reports)" if floor else "") + "\n")
+    # Columns as (heading, value of a size); the floor's only where it was measured (latency of GPU buffers).
     cols = [("Native", lambda v: v["native"]), ("Container-Opt", lambda v: v["opt"])]
-    if lat:
+    if floor:
         cols = [("floor", lambda v: v["floor"]), ("floor mean", lambda v: v["floormean"])] + cols + [
             ("Nat/floor", lambda v: v["native"] / v["floor"]), ("Opt/floor", lambda v: v["opt"] / v["floor"]),
             ("Opt/floor mean", lambda v: v["opt"] / v["floormean"])]
     cols.append(("Opt/Nat", lambda v: v["opt"] / v["native"]))
     if alt:
         cols += [(f"Opt ({alt})", lambda v: v["alt"])]
-        cols += [(f"Opt ({alt})/floor", lambda v: v["alt"] / v["floor"])] if lat else []
+        cols += [(f"Opt ({alt})/floor", lambda v: v["alt"] / v["floor"])] if floor else []
         cols += [(f"Opt/Opt ({alt})", lambda v: v["opt"] / v["alt"]), (f"Native ({alt})", lambda v: v["natalt"]),
                  (f"Nat/Nat ({alt})", lambda v: v["native"] / v["natalt"])]
     print("| size | " + " | ".join(h for h, _ in cols) + " |")
