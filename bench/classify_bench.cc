@@ -108,6 +108,30 @@ static void BM_ClassifyVmmCycling(benchmark::State& state) { cyclingLoop(state, 
 BENCHMARK(BM_ClassifyDeviceCycling)->Arg(1)->Arg(16)->Arg(17)->Arg(64)->Arg(1000);
 BENCHMARK(BM_ClassifyVmmCycling)->Arg(1)->Arg(17)->Arg(64);
 
+// The driver's query alone on one 4 KiB GPU buffer: Arg 3 the type, device and id; Arg 6 also the
+// range (what classify asks for memory outside cgdr's heap). What classify adds to it for such a
+// buffer: BM_ClassifyDeviceCycling/1 or BM_ClassifyVmmCycling/1 minus the /6 here; what a buffer
+// of cgdr's heap is spared: the /6 here minus BM_ClassifyDeviceHeap's lookup.
+static void driverQueryLoop(benchmark::State& state, bool vmm) {
+  void* p = nullptr;
+  user::VmmAlloc v;
+  const char* what = "";
+  if (!base::cuda::usable() || !(vmm ? user::vmmAlloc(1, &v, &what) : cudaMalloc(&p, 4096) == cudaSuccess)) {
+    state.SkipWithError("no GPU, or allocation failed");
+    return;
+  }
+  const void* q = vmm ? v.ptr : p;
+  const bool withRange = state.range(0) == 6;
+  base::cuda::PointerAttrs a;
+  for (auto _ : state) benchmark::DoNotOptimize(base::cuda::queryPointer(q, withRange, &a));
+  if (vmm) user::vmmFree(v);
+  else cudaFree(p);
+}
+static void BM_DriverQueryDevice(benchmark::State& state) { driverQueryLoop(state, false); }
+static void BM_DriverQueryVmm(benchmark::State& state) { driverQueryLoop(state, true); }
+BENCHMARK(BM_DriverQueryDevice)->Arg(3)->Arg(6);
+BENCHMARK(BM_DriverQueryVmm)->Arg(3)->Arg(6);
+
 // A buffer over N cuMem pieces mapped back to back in one reserved range (PyTorch's expandable
 // segments): the driver's range is the reservation, so classify walks the N mappings, one query
 // each, to know none is missing.
