@@ -200,8 +200,9 @@ class ShmEngine {
   bool drainControl(channel::shm::Peer& p);
   // One control record from p (about a receive of this rank, or a send); false where it broke p.
   bool onControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
-  bool onRecvControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
-  bool onSendControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c);
+  // (type: c.type, read once by onControl)
+  bool onRecvControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c, channel::shm::CtlType type);
+  bool onSendControl(channel::shm::Peer& p, const channel::shm::CtlRecord& c, channel::shm::CtlType type);
   bool drainMessages(channel::shm::Peer& p);
   bool step();
   bool handleRecord(channel::shm::Peer& p, const channel::shm::MsgHeader& h);

@@ -125,13 +125,12 @@ bool ShmEngine::onControl(shm::Peer& p, const shm::CtlRecord& c) {
   }
   if (type == shm::CtlType::kData || type == shm::CtlType::kDevData || type == shm::CtlType::kPushed ||
       type == shm::CtlType::kAbortSend)
-    return onRecvControl(p, c);
-  return onSendControl(p, c);
+    return onRecvControl(p, c, type);
+  return onSendControl(p, c, type);
 }
 
 // A record about a message this rank receives (the sender streams, pushed, or gave up).
-bool ShmEngine::onRecvControl(shm::Peer& p, const shm::CtlRecord& c) {
-  auto type = static_cast<shm::CtlType>(c.type);
+bool ShmEngine::onRecvControl(shm::Peer& p, const shm::CtlRecord& c, shm::CtlType type) {
   auto it = dataRecvs_.find(dataKey(p, c.msgId));
   if (it == dataRecvs_.end()) {
     if (type == shm::CtlType::kAbortSend) return true;  // the receive failed on its own meanwhile
@@ -153,8 +152,7 @@ bool ShmEngine::onRecvControl(shm::Peer& p, const shm::CtlRecord& c) {
 
 // A record about a message this rank sends. A push CTS names the receiver's description slot
 // describing its buffer: read and given back whatever becomes of the send.
-bool ShmEngine::onSendControl(shm::Peer& p, const shm::CtlRecord& c) {
-  auto type = static_cast<shm::CtlType>(c.type);
+bool ShmEngine::onSendControl(shm::Peer& p, const shm::CtlRecord& c, shm::CtlType type) {
   GpuOffer target;
   bool push = type == shm::CtlType::kCts && c.mode == static_cast<std::uint64_t>(shm::StreamMode::kPush);
   if (push) {
