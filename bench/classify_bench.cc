@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "base/cuda.hpp"
@@ -72,60 +73,68 @@ static void BM_ClassifyManaged(benchmark::State& state) { gpuLoop(state, true); 
 BENCHMARK(BM_ClassifyDevice);
 BENCHMARK(BM_ClassifyManaged);
 
+// One small GPU buffer for the loops below: 4 KiB of cudaMalloc memory, or the program's own cuMem
+// memory (vmm: one allocation of the device's granularity). ptr is null where none could be made.
+class SmallGpuBuffer {
+ public:
+  explicit SmallGpuBuffer(bool vmm) : vmm_(vmm) {
+    const char* what = "";
+    if (base::cuda::usable() && (vmm ? user::vmmAlloc(1, &v_, &what) : cudaMalloc(&p_, 4096) == cudaSuccess))
+      ptr = vmm ? v_.ptr : p_;
+  }
+  ~SmallGpuBuffer() {
+    if (ptr && vmm_) user::vmmFree(v_);
+    else if (ptr) cudaFree(p_);
+  }
+  SmallGpuBuffer(const SmallGpuBuffer&) = delete;
+  SmallGpuBuffer& operator=(const SmallGpuBuffer&) = delete;
+  void* ptr = nullptr;
+
+ private:
+  bool vmm_;
+  void* p_ = nullptr;
+  user::VmmAlloc v_;
+};
+
 // N small buffers handed to MPI in turn, as a program with many live buffers does (PyTorch's
 // caching allocator, a ring of message buffers): each is marked SYNC_MEMOPS once, and classify
 // must remember which it marked for every one of them, or it asks the driver again each message.
 // cuMem: the user's own cuMem allocations (the driver takes no mark there: the context is flagged).
 static void cyclingLoop(benchmark::State& state, bool vmm) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<void*> bufs;
-  std::vector<user::VmmAlloc> vmms;
-  const char* what = "";
-  for (int i = 0; base::cuda::usable() && i < n; ++i) {
-    void* p = nullptr;
-    user::VmmAlloc v;
-    if (vmm ? user::vmmAlloc(1, &v, &what) : cudaMalloc(&p, 4096) == cudaSuccess) {
-      if (vmm) vmms.push_back(v);
-      bufs.push_back(vmm ? v.ptr : p);
+  std::vector<std::unique_ptr<SmallGpuBuffer>> bufs;
+  for (int i = 0; i < n; ++i) {
+    bufs.push_back(std::make_unique<SmallGpuBuffer>(vmm));
+    if (!bufs.back()->ptr) {
+      state.SkipWithError("no GPU, or allocation failed");
+      return;
     }
   }
-  if (static_cast<int>(bufs.size()) == n) {
-    std::size_t i = 0;
-    for (auto _ : state) {
-      auto r = mem::classify(bufs[i], 4096);
-      benchmark::DoNotOptimize(r);
-      if (++i == bufs.size()) i = 0;
-    }
-  } else {
-    state.SkipWithError("no GPU, or allocation failed");
+  std::size_t i = 0;
+  for (auto _ : state) {
+    auto r = mem::classify(bufs[i]->ptr, 4096);
+    benchmark::DoNotOptimize(r);
+    if (++i == bufs.size()) i = 0;
   }
-  for (const user::VmmAlloc& v : vmms) user::vmmFree(v);
-  if (!vmm)
-    for (void* p : bufs) cudaFree(p);
 }
 static void BM_ClassifyDeviceCycling(benchmark::State& state) { cyclingLoop(state, false); }
 static void BM_ClassifyVmmCycling(benchmark::State& state) { cyclingLoop(state, true); }
 BENCHMARK(BM_ClassifyDeviceCycling)->Arg(1)->Arg(16)->Arg(17)->Arg(64)->Arg(1000);
 BENCHMARK(BM_ClassifyVmmCycling)->Arg(1)->Arg(17)->Arg(64);
 
-// The driver's query alone on one 4 KiB GPU buffer: Arg 3 the type, device and id; Arg 6 also the
+// The driver's query alone on one small GPU buffer: Arg 3 the type, device and id; Arg 6 also the
 // range (what classify asks for memory outside cgdr's heap). What classify adds to it for such a
 // buffer: BM_ClassifyDeviceCycling/1 or BM_ClassifyVmmCycling/1 minus the /6 here; what a buffer
 // of cgdr's heap is spared: the /6 here minus BM_ClassifyDeviceHeap's lookup.
 static void driverQueryLoop(benchmark::State& state, bool vmm) {
-  void* p = nullptr;
-  user::VmmAlloc v;
-  const char* what = "";
-  if (!base::cuda::usable() || !(vmm ? user::vmmAlloc(1, &v, &what) : cudaMalloc(&p, 4096) == cudaSuccess)) {
+  SmallGpuBuffer b(vmm);
+  if (!b.ptr) {
     state.SkipWithError("no GPU, or allocation failed");
     return;
   }
-  const void* q = vmm ? v.ptr : p;
   const bool withRange = state.range(0) == 6;
   base::cuda::PointerAttrs a;
-  for (auto _ : state) benchmark::DoNotOptimize(base::cuda::queryPointer(q, withRange, &a));
-  if (vmm) user::vmmFree(v);
-  else cudaFree(p);
+  for (auto _ : state) benchmark::DoNotOptimize(base::cuda::queryPointer(b.ptr, withRange, &a));
 }
 static void BM_DriverQueryDevice(benchmark::State& state) { driverQueryLoop(state, false); }
 static void BM_DriverQueryVmm(benchmark::State& state) { driverQueryLoop(state, true); }
