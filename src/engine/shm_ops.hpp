@@ -97,9 +97,10 @@ class ShmSend final : public base::Op {
   // The oldest advert of the receiver, if this send may and can deliver into it; then claimed.
   // *none: the receiver had no advert posted at all.
   bool tryClaim(std::uint64_t t0, bool* none);
-  // tryClaim's parts: whether the scheduler has this send copy into the advertised receive t (and
-  // over which channel); a claimed advert in the statistics.
-  bool pushesInto(const GpuOffer& t, GpuPaths::Place place, sched::Channel* ch) const;
+  // tryClaim's parts: whether the scheduler has this send (n bytes, GPU paths `paths`) copy into
+  // the advertised receive t (and over which channel); a claimed advert in the statistics.
+  bool pushesInto(GpuPaths* paths, std::size_t n, const GpuOffer& t, GpuPaths::Place place,
+                  sched::Channel* ch) const;
   void countClaim(sched::Channel used, std::size_t n);
   // A send that found no advert: whether to hold its envelope back a little longer (starts the wait).
   bool advertWaitRuns();

@@ -282,7 +282,7 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
   std::memcpy(&t, a.payload, sizeof t);
   GpuPaths::Place place = paths->placeOf(t, data_.mem().device);
   sched::Channel ch;
-  if (!pushesInto(t, place, &ch)) return false;
+  if (!pushesInto(paths, n, t, place, &ch)) return false;
   toSend_ = n;
   sched::Channel used = ch;
   void* dst = mapTarget(t, ch, &used);
@@ -310,9 +310,8 @@ bool ShmSend::tryClaim(std::uint64_t t0, bool* none) {
 
 // Whether the scheduler has this send copy straight into the advertised receive t (at place), and
 // over which single-copy channel.
-bool ShmSend::pushesInto(const GpuOffer& t, GpuPaths::Place place, sched::Channel* ch) const {
-  GpuPaths* paths = e_.gpu();
-  std::size_t n = data_.size();
+bool ShmSend::pushesInto(GpuPaths* paths, std::size_t n, const GpuOffer& t, GpuPaths::Place place,
+                         sched::Channel* ch) const {
   // The pair's caps (a forced channel the pair can use, e.g. the staging ring, declines the claim:
   // the rendezvous then takes that channel), the receive's single-copy paths from its advert.
   sched::Query q{paths->peerClass(peer_.worldRank), mem::MemKind::kDevice, sched::Dst::kPosted, n,
