@@ -19,6 +19,11 @@ case "$mpi" in
     ;;
   *) echo "run-mpi.sh: unknown MPI '$mpi'" >&2; exit 2 ;;
 esac
+# Under scripts/tsan.sh the ranks of the real MPI alone report to files of their own (a later
+# log_path in TSAN_OPTIONS wins), so that a report there is known to come from a process
+# without cgdr.
+[ "$mode" = plain ] && [ -n "${CGDRTEST_TSAN_PLAIN_LOG:-}" ] &&
+  export TSAN_OPTIONS="${TSAN_OPTIONS:-} log_path=$CGDRTEST_TSAN_PLAIN_LOG"
 timeout --kill-after=10 --signal=TERM "${CGDRTEST_TIMEOUT:-900}" "${cmd[@]}" "$@"
 rc=$?
 [ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "run-mpi.sh: test killed after ${CGDRTEST_TIMEOUT:-900} s (hang?)" >&2
