@@ -57,12 +57,10 @@ mpi = re.compile(r"lib(open-pal|open-rte|mpi|pmix)\.so|mca_\w+\.so")  # (its com
 def ours(block, plain=False):
     # The first frame of each stack that is not the sanitizer's interceptor decides: cgdr's
     # (libcgdr.so or its sources) always counts; another file of this tree (a test program, the
-    # canary) unless a stack starts in Open MPI (see above), as a lost one does in a plain run.
-    firsts = []
+    # canary) unless a stack starts in Open MPI (see above) or, in a plain run, was lost.
+    firsts, lost = [], False
     for stack in re.split(r"\n\s*\n", block):
-        if plain and "[failed to restore the stack]" in stack:
-            firsts.append(("", "libmpi.so"))
-            continue
+        lost = lost or "[failed to restore the stack]" in stack
         for line in stack.splitlines():
             m = frame.match(line)
             if m and "libtsan" not in m.group(2):
@@ -70,7 +68,9 @@ def ours(block, plain=False):
                 break
     if any(mod.startswith("libcgdr.so") or loc.startswith(top + "/src/") for loc, mod in firsts):
         return True
-    return any(loc.startswith(top + "/") for loc, _ in firsts) and not any(mpi.match(mod) for _, mod in firsts)
+    if (plain and lost) or any(mpi.match(mod) for _, mod in firsts):
+        return False
+    return any(loc.startswith(top + "/") for loc, _ in firsts)
 def reports(pattern):
     out = []
     for f in sorted(glob.glob(os.path.join(logs, pattern))):
