@@ -1,6 +1,5 @@
 #include "topo/detect.hpp"
 
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -37,10 +36,7 @@ std::uint64_t agreeNonce(MPI_Comm world) {
   std::uint64_t nonce = 0;
   int rank = 0;
   PMPI_Comm_rank(world, &rank);
-  if (rank == 0) {
-    while (nonce == 0)
-      if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce) nonce = static_cast<std::uint64_t>(getpid()) << 32 ^ time(nullptr);
-  }
+  if (rank == 0) nonce = base::randomWord();
   PMPI_Bcast(&nonce, 1, MPI_UINT64_T, 0, world);
   return nonce;
 }

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -146,7 +145,7 @@ base::Result<std::unique_ptr<Endpoint>> Endpoint::open(MPI_Comm world, std::uint
   if (active) {
     ep->maps_.resize(localWorld.size());  // (every later step may look at its own map)
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);  // let co-located peers read us (yama)
-    while (gProbe == 0) (void)getrandom(&gProbe, sizeof gProbe, 0);
+    if (gProbe == 0) gProbe = base::randomWord();
     auto mine = base::ShmFile::open(dir, segmentName(nonce, me), ep->geo_.total());
     if (mine.isOk()) {
       auto* h = static_cast<SegmentHeader*>(mine.value().data());
