@@ -4,16 +4,13 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
 #include "base/config.hpp"
 #include "base/log.hpp"
@@ -35,24 +32,6 @@ Status sysError(const std::string& what) {
 const std::string& shmDir() { return gShmDir.get(); }
 
 std::string shmPrefix() { return "cgdr-" + std::to_string(getuid()) + "-"; }
-
-std::uint64_t randomWord() {
-  std::uint64_t v = 0;
-  if (getrandom(&v, sizeof v, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof v) && v != 0) return v;
-  static std::atomic<std::uint64_t> calls{0};
-  struct timespec ts {};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  v = static_cast<std::uint64_t>(getpid()) << 32 ^ static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u ^
-      static_cast<std::uint64_t>(ts.tv_nsec) ^ reinterpret_cast<std::uintptr_t>(&v) ^
-      calls.fetch_add(1, std::memory_order_relaxed) * 0x9e3779b97f4a7c15ull;
-  // splitmix64's finaliser spreads every input bit over the word.
-  v ^= v >> 30;
-  v *= 0xbf58476d1ce4e5b9ull;
-  v ^= v >> 27;
-  v *= 0x94d049bb133111ebull;
-  v ^= v >> 31;
-  return v != 0 ? v : 0x6364722d70726f62ull;
-}
 
 ShmFile& ShmFile::operator=(ShmFile&& o) noexcept {
   if (this != &o) {

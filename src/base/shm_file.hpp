@@ -51,9 +51,4 @@ int collectStale(const std::string& dir, double minAgeSeconds = 2.0);
 // Prefix of every file cgdr puts in the shared directory for this uid: "cgdr-<uid>-".
 std::string shmPrefix();
 
-// A non-zero 64-bit value for job nonces and probe words: from getrandom, or where that fails (a
-// seccomp filter denying it, a kernel without it) mixed from the pid, the clock, an address and a
-// call counter. Never blocks on the entropy pool and never loops on a failing call.
-std::uint64_t randomWord();
-
 }  // namespace cgdr::base

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/ids.hpp"
 #include "base/status.hpp"
 #include "mem/resident.hpp"
 
@@ -38,8 +39,7 @@ struct CopyIds {
 };
 // One identity out of parts (e.g. a peer's rank and the id of an allocation it shared).
 inline std::uint64_t copyId(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t h = (a + 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
-  h ^= (b + (h << 6) + (h >> 2)) * 0x94D049BB133111EBull;
+  std::uint64_t h = base::mix64(base::mix64(a + base::kGoldenGamma) ^ b);
   return h ? h : 1;
 }
 

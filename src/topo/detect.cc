@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/config.hpp"
+#include "base/ids.hpp"
 #include "base/log.hpp"
 #include "base/shm_file.hpp"
 

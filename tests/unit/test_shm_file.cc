@@ -1,22 +1,15 @@
 // Shared files: created 0600, refused when someone else's, unlinked while mapped, and stale
-// files (their job killed: nobody holds them) collected while live ones stay; the random words
-// that name and probe them, also where a seccomp filter denies getrandom.
+// files (their job killed: nobody holds them) collected while live ones stay.
 #include <gtest/gtest.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 
 #include "base/shm_file.hpp"
 
@@ -107,48 +100,4 @@ TEST(ShmFile, CollectsOnlyStaleFiles) {
   EXPECT_TRUE(fs::exists(d.path + "/" + shmPrefix() + "livesock"));
   EXPECT_TRUE(fs::exists(other));
   ::close(liveSock);
-}
-
-namespace {
-// Draws n words; 0 when all are non-zero and distinct, else the index of the first bad one + 1.
-int badWord(int n) {
-  std::set<std::uint64_t> seen;
-  for (int i = 0; i < n; ++i) {
-    std::uint64_t w = randomWord();
-    if (w == 0 || !seen.insert(w).second) return i + 1;
-  }
-  return 0;
-}
-}  // namespace
-
-TEST(RandomWord, NonZeroAndDistinct) { EXPECT_EQ(badWord(1000), 0); }
-
-// A container runtime's seccomp profile may deny getrandom: the words must still come, non-zero
-// and distinct, without spinning. The child installs a real filter (EPERM for getrandom), checks
-// that the call now fails, and reports through its exit code; an alarm turns a hang into SIGALRM.
-TEST(RandomWord, WhereGetrandomIsDenied) {
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    alarm(20);
-    sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) _exit(2);
-    std::uint64_t probe = 0;
-    errno = 0;
-    if (syscall(SYS_getrandom, &probe, sizeof probe, 0) != -1 || errno != EPERM) _exit(3);
-    _exit(badWord(1000) == 0 ? 0 : 4);
-  }
-  int st = 0;
-  ASSERT_EQ(waitpid(pid, &st, 0), pid);
-  ASSERT_TRUE(WIFEXITED(st)) << "child died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0)
-                             << (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? " (hung)" : "");
-  EXPECT_NE(WEXITSTATUS(st), 2) << "could not install the seccomp filter";
-  EXPECT_NE(WEXITSTATUS(st), 3) << "the filter did not deny getrandom";
-  EXPECT_EQ(WEXITSTATUS(st), 0) << "a word was zero or repeated without getrandom";
 }

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/config.hpp"
+#include "base/ids.hpp"
 #include "base/log.hpp"
 #include "topo/detect.hpp"
 
@@ -57,11 +58,8 @@ std::uint64_t gProbe = 0;  // read by peers to test single copy
 // The key of the message ring from local rank `sender` to local rank `receiver` (both sides
 // derive it from the job's nonce).
 std::uint64_t ringKey(std::uint64_t nonce, std::uint32_t receiver, std::uint32_t sender) {
-  std::uint64_t x = nonce ^ (std::uint64_t{receiver} << 32 | sender) * 0x9E3779B97F4A7C15ull;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return x | 1;  // never 0, so a zero-filled ring never matches position 0
+  return base::mix64(nonce ^ (std::uint64_t{receiver} << 32 | sender) * base::kGoldenGamma) |
+         1;  // never 0, so a zero-filled ring never matches position 0
 }
 
 template <class T>
