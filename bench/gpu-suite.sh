@@ -31,6 +31,21 @@ has() {
 }
 mpirun2() { timeout "${STEP_TIMEOUT:-120}" mpirun --bind-to core --map-by core -np 2 "$@"; }
 withcgdr() { echo -x "LD_PRELOAD=$lib"; }
+# skip_reasons BUILD CTEST_LOG: for each test the ctest run logged as skipped, the reason it gave
+# (its first "SKIP ..." line, or the message under gtest's "Skipped"), from BUILD's LastTest.log.
+skip_reasons() {
+  local names
+  names=$(sed -nE 's/.*Test +#[0-9]+: ([^ ]+) .*\*\*\*Skipped.*/\1/p' "$2")
+  [ -n "$names" ] || return 0
+  WANT=$names awk '
+    BEGIN { n = split(ENVIRON["WANT"], w, "\n"); for (i = 1; i <= n; i++) keep[w[i]] = 1 }
+    /^[0-9]+\/[0-9]+ Testing: / { name = $3; grab = 0; next }
+    grab { if (!(name in why)) why[name] = $0; grab = 0; next }
+    /: Skipped$/ { grab = 1; next }
+    /^SKIP / { if (!(name in why)) why[name] = $0 }
+    END { for (t in keep) print "  skipped " t ": " (t in why ? why[t] : "(no reason in its output)") }
+  ' "$1/Testing/Temporary/LastTest.log" | sort
+}
 
 if has env 10; then
   {
@@ -83,6 +98,7 @@ if has tests 60; then
   (cd "$build" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 --output-on-failure) > "$logs/gpu-tests.log" 2>&1
   say "gpu tests: $(grep -E 'tests passed' "$logs/gpu-tests.log" || echo 'no result')"
   grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests.log" | head -30 | tee -a "$summary"
+  skip_reasons "$build" "$logs/gpu-tests.log" | head -40 | tee -a "$summary"
   if [[ " $steps " == *" hosttests "* ]]; then
     (cd "$build" && timeout 150 ctest -L "unit|mpi" -j8 --timeout 120 --output-on-failure) > "$logs/host-tests.log" 2>&1
     say "host tests on the GPU machine: $(grep -E 'tests passed' "$logs/host-tests.log" || echo 'no result')"
@@ -99,6 +115,7 @@ if has sanitize 120; then
     (cd "$sb" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 --output-on-failure) > "$logs/sanitize-tests.log" 2>&1
     say "gpu tests under ASan/UBSan: $(grep -E 'tests passed' "$logs/sanitize-tests.log" || echo 'no result')"
     grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/sanitize-tests.log" | head -30 | tee -a "$summary"
+    skip_reasons "$sb" "$logs/sanitize-tests.log" | head -40 | tee -a "$summary"
     grep -hE "ERROR: AddressSanitizer|runtime error" "$logs/sanitize-tests.log" | sort | uniq -c | head -20 | tee -a "$summary"
     if [[ " $steps " == *" pods "* ]] && [ "$(left)" -gt 80 ]; then
       (cd "$sb" && timeout $(( $(left) - 20 )) "$top/tests/pods/gpu.sh" "$sb") > "$logs/sanitize-pods.log" 2>&1
@@ -303,6 +320,7 @@ if has mps 60; then
           --output-on-failure) > "$logs/gpu-tests-mps.log" 2>&1
         say "gpu tests under MPS: $(grep -E 'tests passed' "$logs/gpu-tests-mps.log" || echo 'no result')"
         grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests-mps.log" | head -30 | tee -a "$summary"
+        skip_reasons "$build" "$logs/gpu-tests-mps.log" | head -40 | tee -a "$summary"
       fi
       echo quit | nvidia-cuda-mps-control
       sleep 1

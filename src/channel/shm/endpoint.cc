@@ -56,10 +56,10 @@ base::Setting<bool> gCma("CGDR_SHM_CMA", "1", "", "Single-copy large messages wi
 std::uint64_t gProbe = 0;  // read by peers to test single copy
 
 // The key of the message ring from local rank `sender` to local rank `receiver` (both sides
-// derive it from the job's nonce).
+// derive it from the job's nonce). Never 0 (its low bit set), so a zero-filled ring never matches
+// position 0.
 std::uint64_t ringKey(std::uint64_t nonce, std::uint32_t receiver, std::uint32_t sender) {
-  return base::mix64(nonce ^ (std::uint64_t{receiver} << 32 | sender) * base::kGoldenGamma) |
-         1;  // never 0, so a zero-filled ring never matches position 0
+  return base::mix64(nonce ^ (std::uint64_t{receiver} << 32 | sender) * base::kGoldenGamma) | 1;
 }
 
 template <class T>
