@@ -32,8 +32,8 @@ has() {
 mpirun2() { timeout "${STEP_TIMEOUT:-120}" mpirun --bind-to core --map-by core -np 2 "$@"; }
 withcgdr() { echo -x "LD_PRELOAD=$lib"; }
 # skip_reasons BUILD CTEST_LOG: for each test the ctest run logged as skipped, the reason it gave
-# (its first "SKIP ..." line, bare or after a "rank N: " prefix as the Python tests print it, or the
-# message under gtest's "Skipped"), from BUILD's LastTest.log.
+# (its first "SKIP ..." or "SKIP: ..." line, bare or after a "rank N: " prefix as the Python tests
+# print it, or the message under gtest's "Skipped"), from BUILD's LastTest.log.
 skip_reasons() {
   local names
   names=$(sed -nE 's/.*Test +#[0-9]+: ([^ ]+) .*\*\*\*Skipped.*/\1/p' "$2")
@@ -43,7 +43,7 @@ skip_reasons() {
     /^[0-9]+\/[0-9]+ Testing: / { name = $3; grab = 0; next }
     grab { if (!(name in why)) why[name] = $0; grab = 0; next }
     /: Skipped$/ { grab = 1; next }
-    /^(rank [0-9]+: )?SKIP / { if (!(name in why)) why[name] = $0 }
+    /^(rank [0-9]+: )?SKIP[: ]/ { if (!(name in why)) why[name] = $0 }
     END { for (t in keep) print "  skipped " t ": " (t in why ? why[t] : "(no reason in its output)") }
   ' "$1/Testing/Temporary/LastTest.log" | sort
 }
