@@ -50,11 +50,12 @@ std::vector<std::pair<std::string, std::string>> readTuningFile(const std::strin
     std::string t = trim(line);
     if (t.empty()) continue;
     auto eq = t.find('=');
-    if (eq == std::string::npos) {
+    std::string name = eq == std::string::npos ? "" : trim(t.substr(0, eq));
+    if (name.empty()) {
       CGDR_LOG(kWarn, kInit, "%s:%d: expected NAME = VALUE; line ignored", path.c_str(), lineNo);
       continue;
     }
-    out.emplace_back(trim(t.substr(0, eq)), trim(t.substr(eq + 1)));
+    out.emplace_back(std::move(name), trim(t.substr(eq + 1)));
   }
   return out;
 }
@@ -124,6 +125,13 @@ void SettingBase::ensureResolved() const {
   if (!gResolved.load(std::memory_order_acquire)) Registry::instance().resolveFromProcess();
 }
 
+bool SettingBase::answersTo(const std::string& key) const {
+  if (key == name_) return true;
+  for (const auto& a : aliases_)
+    if (a == key) return true;
+  return false;
+}
+
 void SettingBase::resolve(const EnvLookup& env,
                           const std::vector<std::pair<std::string, std::string>>& file) {
   // The default always parses; it is checked by the unit tests for every setting.
@@ -146,9 +154,7 @@ void SettingBase::resolve(const EnvLookup& env,
   }
   if (!text) {
     for (const auto& [k, v] : file) {
-      bool match = k == name_;
-      for (const auto& a : aliases_) match = match || k == a;
-      if (match) {
+      if (answersTo(k)) {
         text = v;
         from = "tuning file";
       }
@@ -310,6 +316,9 @@ void Registry::resolveAll(const EnvLookup& env) {
   if (auto t = env("CGDR_TUNING_FILE")) tuningPath = trim(*t);
   auto file = readTuningFile(tuningPath);
   for (SettingBase* s : settings_) s->resolve(env, file);
+  unknownInFile_.clear();
+  for (const auto& kv : file)
+    if (!declares(kv.first)) unknownInFile_.push_back(kv.first);
   resolved_ = true;
   gResolved.store(true, std::memory_order_release);
 }
@@ -345,11 +354,20 @@ std::vector<std::string> Registry::unknownCgdrVariables() {
     std::string_view kv(*e);
     if (kv.rfind("CGDR_", 0) != 0) continue;
     std::string key(kv.substr(0, kv.find('=')));
-    bool known = false;
-    for (SettingBase* s : settings_) known = known || s->name() == key;
-    if (!known) out.push_back(key);
+    if (!declares(key)) out.push_back(key);
   }
   return out;
+}
+
+std::vector<std::string> Registry::unknownTuningFileNames() {
+  std::lock_guard lock(mutex_);
+  return unknownInFile_;
+}
+
+bool Registry::declares(const std::string& key) const {
+  for (const SettingBase* s : settings_)
+    if (s->answersTo(key)) return true;
+  return false;
 }
 
 EnvLookup processEnv() {
@@ -361,6 +379,7 @@ EnvLookup processEnv() {
 }
 
 Setting<std::string> gTuningFile("CGDR_TUNING_FILE", "", "path",
-                                 "File of NAME = VALUE lines read after the environment.");
+                                 "File of NAME = VALUE lines read after the environment ('#' starts a comment); "
+                                 "bad lines and names no setting declares are reported at start-up.");
 
 }  // namespace cgdr::base

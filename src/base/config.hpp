@@ -38,6 +38,8 @@ class SettingBase {
   virtual ~SettingBase() = default;
 
   const std::string& name() const { return name_; }
+  // Whether `key` is this setting's name or one of its aliases (the names a tuning file may use).
+  bool answersTo(const std::string& key) const;
   SettingRow row() const;
   // Resolves the value from env/file/default; a bad value falls back to the default with a warning.
   void resolve(const EnvLookup& env, const std::vector<std::pair<std::string, std::string>>& file);
@@ -144,12 +146,16 @@ class Registry {
   std::vector<SettingRow> rows();
   // Settings that were set but are unknown: CGDR_* names no setting declares.
   std::vector<std::string> unknownCgdrVariables();
+  // Names in the tuning file of the last resolveAll that no setting declares (name or alias).
+  std::vector<std::string> unknownTuningFileNames();
   bool resolved() const { return resolved_; }
   // Settings whose declared default does not parse (a declaration bug; tested).
   std::vector<std::string> badDefaults();
 
  private:
+  bool declares(const std::string& key) const;  // mutex_ held
   std::vector<SettingBase*> settings_;
+  std::vector<std::string> unknownInFile_;
   std::mutex mutex_;
   bool resolved_ = false;
 };

@@ -54,6 +54,8 @@ void setUp() {
   if (!abiMatches()) PMPI_Abort(MPI_COMM_WORLD, 1);
   for (const auto& name : base::Registry::instance().unknownCgdrVariables())
     CGDR_LOG(kWarn, kInit, "%s is set but is not a cgdr setting (see cgdr-info)", name.c_str());
+  for (const auto& name : base::Registry::instance().unknownTuningFileNames())
+    CGDR_LOG(kWarn, kInit, "%s in the tuning file is not a cgdr setting; ignored (see cgdr-info)", name.c_str());
   base::initErrors();
   engine::handles::init();
   (void)base::cuda::usable();  // decide once, before the first message

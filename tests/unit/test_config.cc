@@ -2,10 +2,13 @@
 // default), invalid values, and that every declared default parses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -314,22 +317,50 @@ TEST(Registry, SegmentGeometryTakesItsRanges) {
   Registry::instance().resolveAll(fakeEnv({}));
 }
 
-TEST(Registry, TuningFileBelowEnvironment) {
-  char path[] = "/tmp/cgdr-tuning-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  {
-    std::ofstream f(path);
-    f << "# comment\nCGDR_TEST_COUNT = 21\nMV2_TEST_FLAG=1\nnot a line\nCGDR_TEST_SIZE = 2M # trailing\n";
+// A tuning file of the given text under /tmp, removed at the end of the scope.
+struct TuningFile {
+  explicit TuningFile(const char* text) {
+    int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) close(fd);
+    std::ofstream(path) << text;
   }
-  Registry::instance().resolveAll(fakeEnv({{"CGDR_TUNING_FILE", path}, {"CGDR_TEST_SIZE", "1K"}}));
+  ~TuningFile() { std::remove(path); }
+  char path[32] = "/tmp/cgdr-tuning-XXXXXX";
+};
+
+TEST(Registry, TuningFileBelowEnvironment) {
+  TuningFile file("# comment\nCGDR_TEST_COUNT = 21\nMV2_TEST_FLAG=1\nnot a line\nCGDR_TEST_SIZE = 2M # trailing\n");
+  Registry::instance().resolveAll(fakeEnv({{"CGDR_TUNING_FILE", file.path}, {"CGDR_TEST_SIZE", "1K"}}));
   EXPECT_EQ(gCount.get(), 21);
   EXPECT_TRUE(gFlag.get());
   EXPECT_EQ(gSize.get().value, 1024u);  // environment beats the file
   EXPECT_EQ(rowOf("CGDR_TEST_COUNT").source, "tuning file");
-  close(fd);
-  std::remove(path);
   Registry::instance().resolveAll(fakeEnv({}));
+}
+
+// Names in the tuning file that no setting declares (by name or alias) are collected for the start-up
+// warning; the file's known names are in force beside them.
+TEST(Registry, TuningFileUnknownNames) {
+  TuningFile file("CGDR_TEST_CUONT = 3\nMV2_TEST_COUNT = 9\nCGDR_TEST_FLAG = 1\n= 4\nMV2_NO_SUCH = x\n");
+  Registry::instance().resolveAll(fakeEnv({{"CGDR_TUNING_FILE", file.path}}));
+  EXPECT_EQ(gCount.get(), 9);
+  EXPECT_TRUE(gFlag.get());
+  EXPECT_EQ(Registry::instance().unknownTuningFileNames(),
+            (std::vector<std::string>{"CGDR_TEST_CUONT", "MV2_NO_SUCH"}));
+  Registry::instance().resolveAll(fakeEnv({}));
+  EXPECT_TRUE(Registry::instance().unknownTuningFileNames().empty());
+}
+
+// CGDR_* variables of the process that no setting declares are reported; declared ones are not.
+TEST(Registry, UnknownCgdrVariables) {
+  ASSERT_EQ(setenv("CGDR_TEST_NO_SUCH_SETTING", "1", 1), 0);
+  ASSERT_EQ(setenv("CGDR_TEST_COUNT", "5", 1), 0);
+  auto unknown = Registry::instance().unknownCgdrVariables();
+  unsetenv("CGDR_TEST_NO_SUCH_SETTING");
+  unsetenv("CGDR_TEST_COUNT");
+  EXPECT_NE(std::find(unknown.begin(), unknown.end(), "CGDR_TEST_NO_SUCH_SETTING"), unknown.end());
+  EXPECT_EQ(std::find(unknown.begin(), unknown.end(), "CGDR_TEST_COUNT"), unknown.end());
 }
 
 TEST(Log, Subsystems) {
