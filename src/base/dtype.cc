@@ -3,28 +3,42 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <functional>
+#include <utility>
+
+#include "base/ids.hpp"
 
 namespace cgdr::base {
 namespace {
 
-// The type queries behind a span, cached per datatype handle for this thread. A freed derived
-// type's handle may come back for another type: MPI_Type_free bumps the generation.
+// The type queries behind a span, cached per datatype handle for this thread: two ways per set,
+// the one used last first, so two types in turn (a program's MPI_INT and MPI_DOUBLE) never push
+// each other out. Handles are spread over the sets by mix64 (Open MPI's predefined types lie 512
+// bytes apart: their low bits are all alike). A freed derived type's handle may come back for
+// another type: MPI_Type_free bumps the generation.
 struct TypeInfo {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   std::uint64_t generation = 0;
   MPI_Count size = 0, lb = 0, extent = 0, tlb = 0, textent = 0;
+  bool accepted = false;  // the real MPI took it in a call (committed, not MPI_DATATYPE_NULL)
 };
-constexpr int kSlots = 32;
-thread_local TypeInfo tCache[kSlots] __attribute__((tls_model("initial-exec")));
+constexpr int kSets = 32;
+thread_local TypeInfo tCache[kSets][2] __attribute__((tls_model("initial-exec")));
 std::atomic<std::uint64_t> gGeneration{1};
 
-const TypeInfo& infoOf(MPI_Datatype type) {
+TypeInfo& infoOf(MPI_Datatype type) {
   std::uint64_t g = gGeneration.load(std::memory_order_acquire);
-  TypeInfo& e = tCache[std::hash<MPI_Datatype>()(type) % kSlots];
-  if (e.type == type && e.generation == g) return e;
+  // (A C cast: MPI_Datatype is a pointer in one MPI and an int in the other.)
+  TypeInfo* set = tCache[mix64((std::uint64_t)(std::uintptr_t)type) % kSets];
+  if (set[0].type == type && set[0].generation == g) return set[0];
+  if (set[1].type == type && set[1].generation == g) {
+    std::swap(set[0], set[1]);
+    return set[0];
+  }
+  set[1] = set[0];
+  TypeInfo& e = set[0];
   e.type = type;
   e.generation = g;
+  e.accepted = false;
   PMPI_Type_size_x(type, &e.size);
   PMPI_Type_get_extent_x(type, &e.lb, &e.extent);
   PMPI_Type_get_true_extent_x(type, &e.tlb, &e.textent);
@@ -34,6 +48,12 @@ const TypeInfo& infoOf(MPI_Datatype type) {
 }  // namespace
 
 void forgetDatatypes() { gGeneration.fetch_add(1, std::memory_order_acq_rel); }
+
+bool typeAccepted(MPI_Datatype type) { return type != MPI_DATATYPE_NULL && infoOf(type).accepted; }
+
+void noteTypeAccepted(MPI_Datatype type) {
+  if (type != MPI_DATATYPE_NULL) infoOf(type).accepted = true;
+}
 
 Span spanOf(long long count, MPI_Datatype type) {
   Span s;

@@ -18,6 +18,12 @@ struct Span {
 // Computes the span with PMPI type queries (no allocation).
 Span spanOf(long long count, MPI_Datatype type);
 
+// Whether the real MPI accepted this datatype in a call on this thread since the type was last
+// looked up (no MPI call tells whether a type is committed: cgdr asks the MPI once, then trusts
+// this until MPI_Type_free or the cache drops the entry). MPI_DATATYPE_NULL never is.
+bool typeAccepted(MPI_Datatype type);
+void noteTypeAccepted(MPI_Datatype type);
+
 // Drops cached type information (called by MPI_Type_free: a handle may be reused).
 void forgetDatatypes();
 

@@ -95,7 +95,9 @@ int finishAll(int n, MPI_Request rs[], MPI_Status sts[], const Split& s, int rea
 
 }  // namespace
 
+// Each call hands a null pointer or a negative count to the real MPI, which reports it.
 int wait(MPI_Request* r, MPI_Status* st) {
+  if (!r) return PMPI_Wait(r, st);
   base::Op* op = handles::find(*r);
   if (!op) {
     beforeBlocking();
@@ -110,6 +112,7 @@ int wait(MPI_Request* r, MPI_Status* st) {
 }
 
 int test(MPI_Request* r, int* flag, MPI_Status* st) {
+  if (!r || !flag) return PMPI_Test(r, flag, st);
   base::Op* op = handles::find(*r);
   progressAll();
   if (!op) return PMPI_Test(r, flag, st);
@@ -124,6 +127,7 @@ int test(MPI_Request* r, int* flag, MPI_Status* st) {
 }
 
 int waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
+  if (n < 0 || (n > 0 && !rs)) return PMPI_Waitall(n, rs, sts);
   if (handles::none() && !mustPoll()) {
     beforeBlocking();
     return PMPI_Waitall(n, rs, sts);
@@ -158,6 +162,7 @@ int waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
 }
 
 int testall(int n, MPI_Request rs[], int* flag, MPI_Status sts[]) {
+  if (n < 0 || (n > 0 && !rs) || !flag) return PMPI_Testall(n, rs, flag, sts);
   progressAll();
   if (handles::none()) return PMPI_Testall(n, rs, flag, sts);
   Split s(n, rs);
@@ -245,6 +250,7 @@ int somePass(int n, MPI_Request rs[], Split& s, int* outcount, int indices[], MP
 }  // namespace
 
 int waitany(int n, MPI_Request rs[], int* index, MPI_Status* st) {
+  if (n < 0 || (n > 0 && !rs) || !index) return PMPI_Waitany(n, rs, index, st);
   if (handles::none() && !mustPoll()) {
     beforeBlocking();
     return PMPI_Waitany(n, rs, index, st);
@@ -265,6 +271,7 @@ int waitany(int n, MPI_Request rs[], int* index, MPI_Status* st) {
 }
 
 int testany(int n, MPI_Request rs[], int* index, int* flag, MPI_Status* st) {
+  if (n < 0 || (n > 0 && !rs) || !index || !flag) return PMPI_Testany(n, rs, index, flag, st);
   if (handles::none()) {
     progressAll();
     return PMPI_Testany(n, rs, index, flag, st);
@@ -277,6 +284,7 @@ int testany(int n, MPI_Request rs[], int* index, int* flag, MPI_Status* st) {
 }
 
 int waitsome(int n, MPI_Request rs[], int* outcount, int indices[], MPI_Status sts[]) {
+  if (n < 0 || (n > 0 && (!rs || !indices)) || !outcount) return PMPI_Waitsome(n, rs, outcount, indices, sts);
   if (handles::none() && !mustPoll()) {
     beforeBlocking();
     return PMPI_Waitsome(n, rs, outcount, indices, sts);
@@ -291,6 +299,7 @@ int waitsome(int n, MPI_Request rs[], int* outcount, int indices[], MPI_Status s
 }
 
 int testsome(int n, MPI_Request rs[], int* outcount, int indices[], MPI_Status sts[]) {
+  if (n < 0 || (n > 0 && (!rs || !indices)) || !outcount) return PMPI_Testsome(n, rs, outcount, indices, sts);
   if (handles::none()) {
     progressAll();
     return PMPI_Testsome(n, rs, outcount, indices, sts);
@@ -300,6 +309,7 @@ int testsome(int n, MPI_Request rs[], int* outcount, int indices[], MPI_Status s
 }
 
 int requestGetStatus(MPI_Request r, int* flag, MPI_Status* st) {
+  if (!flag) return PMPI_Request_get_status(r, flag, st);
   base::Op* op = handles::find(r);
   progressAll();
   if (!op) return PMPI_Request_get_status(r, flag, st);
@@ -314,6 +324,7 @@ int requestGetStatus(MPI_Request r, int* flag, MPI_Status* st) {
 }
 
 int requestFree(MPI_Request* r) {
+  if (!r) return PMPI_Request_free(r);
   base::Op* op = handles::find(*r);
   if (!op) return PMPI_Request_free(r);
   bool finished = !op->active() || op->poll();
@@ -324,6 +335,7 @@ int requestFree(MPI_Request* r) {
 }
 
 int cancel(MPI_Request* r) {
+  if (!r) return PMPI_Cancel(r);
   base::Op* op = handles::find(*r);
   if (!op) return PMPI_Cancel(r);
   return op->cancel();

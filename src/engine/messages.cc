@@ -51,12 +51,13 @@ MPI_Message add(std::unique_ptr<Unexpected> m, const CommInfo* c) {
   return toHandle(key);
 }
 
-bool ours(MPI_Message h) {
-  if (gLive.load(std::memory_order_relaxed) == 0 || h == MPI_MESSAGE_NULL || h == MPI_MESSAGE_NO_PROC) return false;
-  if (!kPointer && (raw(h) & ~std::uintptr_t{0xFFFFFF}) != 0x0A000000) return false;
+const CommInfo* ours(MPI_Message h) {
+  if (gLive.load(std::memory_order_relaxed) == 0 || h == MPI_MESSAGE_NULL || h == MPI_MESSAGE_NO_PROC) return nullptr;
+  if (!kPointer && (raw(h) & ~std::uintptr_t{0xFFFFFF}) != 0x0A000000) return nullptr;
   Table& t = table();
   std::lock_guard lock(t.mutex);
-  return t.entries.count(keyOf(h)) != 0;
+  auto it = t.entries.find(keyOf(h));
+  return it == t.entries.end() ? nullptr : it->second.comm;
 }
 
 std::unique_ptr<Unexpected> take(MPI_Message h, const CommInfo** c) {

@@ -10,7 +10,8 @@
 namespace cgdr::engine::messages {
 
 MPI_Message add(std::unique_ptr<Unexpected> m, const CommInfo* c);
-bool ours(MPI_Message h);
+// The communicator of the message behind h, or nullptr if h is not cgdr's.
+const CommInfo* ours(MPI_Message h);
 // Removes the message behind h (nullptr if h is not cgdr's).
 std::unique_ptr<Unexpected> take(MPI_Message h, const CommInfo** c);
 

@@ -7,6 +7,7 @@
 #include "channel/net/net_recv.hpp"
 #include "channel/net/net_send.hpp"
 #include "channel/net/send_order.hpp"
+#include "engine/checks.hpp"
 #include "engine/comm_table.hpp"
 #include "engine/handles.hpp"
 #include "engine/held.hpp"
@@ -196,6 +197,7 @@ Result<std::unique_ptr<base::Op>> makeRecv(const base::RecvArgs& a) {
 }
 
 int isend(const base::SendArgs& a, MPI_Request* r) {
+  if (int rc = checks::send(a, checks::Call::kNonBlocking, r); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
   if (routeOf(a.comm, a.peer, &c) == Route::kEngine) {
     sched::tracer().count(c->world[a.peer], true);
@@ -217,6 +219,7 @@ int isend(const base::SendArgs& a, MPI_Request* r) {
 }
 
 int send(const base::SendArgs& a) {
+  if (int rc = checks::send(a, checks::Call::kBlocking, nullptr); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
   if (routeOf(a.comm, a.peer, &c) == Route::kEngine) {
     int rc = MPI_SUCCESS;
@@ -253,6 +256,7 @@ int send(const base::SendArgs& a) {
 }
 
 int irecv(const base::RecvArgs& a, MPI_Request* r) {
+  if (int rc = checks::recv(a, checks::Call::kNonBlocking, r); rc != MPI_SUCCESS) return rc;
   auto op = makeRecv(a);
   if (!op.isOk()) return raise(a.comm, op.status());
   if (auto* real = dynamic_cast<RealOp*>(op.value().get()); real && real->error != MPI_SUCCESS) return real->error;
@@ -261,6 +265,7 @@ int irecv(const base::RecvArgs& a, MPI_Request* r) {
 }
 
 int recv(const base::RecvArgs& a, MPI_Status* st) {
+  if (int rc = checks::recv(a, checks::Call::kBlocking, nullptr); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
   Route route = routeOf(a.comm, a.peer, &c);
   bool held = false;
@@ -288,17 +293,19 @@ int recv(const base::RecvArgs& a, MPI_Status* st) {
 }
 
 int imrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Request* r) {
-  if (messages::ours(*m)) {
-    const CommInfo* c = nullptr;
-    auto msg = messages::take(*m, &c);
-    *m = MPI_MESSAGE_NULL;
+  if (!m) return PMPI_Imrecv(a.buf, a.count, a.type, m, r);  // the real MPI reports it
+  if (const CommInfo* c = messages::ours(*m)) {
     base::RecvArgs ra = a;
     ra.comm = c->comm;
+    if (int rc = checks::matchedRecv(ra, checks::Call::kNonBlocking, r); rc != MPI_SUCCESS) return rc;
+    auto msg = messages::take(*m, &c);
+    *m = MPI_MESSAGE_NULL;
     auto op = ShmEngine::get()->mrecv(std::move(msg), ra, *c);
     if (!op.isOk()) return raise(c->comm, op.status());
     *r = handles::add(std::move(op.value()));
     return MPI_SUCCESS;
   }
+  if (!r) return PMPI_Imrecv(a.buf, a.count, a.type, m, r);
   auto loc = locate(a.buf, a.count, a.type);
   if (!loc.isOk()) return raise(a.comm, loc.status());
   if (!loc.value().mem.onGpu() || *m == MPI_MESSAGE_NO_PROC) return PMPI_Imrecv(a.buf, a.count, a.type, m, r);
@@ -309,7 +316,11 @@ int imrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Request* r) {
 }
 
 int mrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Status* st) {
-  if (messages::ours(*m)) {
+  if (!m) return PMPI_Mrecv(a.buf, a.count, a.type, m, st);  // the real MPI reports it
+  if (const CommInfo* c = messages::ours(*m)) {
+    base::RecvArgs ra = a;
+    ra.comm = c->comm;
+    if (int rc = checks::matchedRecv(ra, checks::Call::kBlocking, nullptr); rc != MPI_SUCCESS) return rc;
     MPI_Request r;
     int rc = imrecv(a, m, &r);
     if (rc != MPI_SUCCESS) return rc;
@@ -336,6 +347,7 @@ int mrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Status* st) {
 }
 
 int iprobe(int src, int tag, MPI_Comm comm, int* flag, MPI_Status* st) {
+  if (int rc = checks::probe(tag, comm, false, flag, nullptr, false); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
   Route r = routeOf(comm, src, &c);
   progressAll();
@@ -351,6 +363,7 @@ int iprobe(int src, int tag, MPI_Comm comm, int* flag, MPI_Status* st) {
 }
 
 int probe(int src, int tag, MPI_Comm comm, MPI_Status* st) {
+  if (int rc = checks::probe(tag, comm, true, nullptr, nullptr, false); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
   if (routeOf(comm, src, &c) == Route::kReal && !mustPoll()) {
     beforeBlocking();
@@ -365,6 +378,7 @@ int probe(int src, int tag, MPI_Comm comm, MPI_Status* st) {
 }
 
 int improbe(int src, int tag, MPI_Comm comm, int* flag, MPI_Message* m, MPI_Status* st) {
+  if (int rc = checks::probe(tag, comm, false, flag, m, true); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
   Route r = routeOf(comm, src, &c);
   progressAll();
@@ -384,6 +398,7 @@ int improbe(int src, int tag, MPI_Comm comm, int* flag, MPI_Message* m, MPI_Stat
 }
 
 int mprobe(int src, int tag, MPI_Comm comm, MPI_Message* m, MPI_Status* st) {
+  if (int rc = checks::probe(tag, comm, true, nullptr, m, true); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
   if (routeOf(comm, src, &c) == Route::kReal && !mustPoll()) {
     beforeBlocking();
@@ -398,6 +413,7 @@ int mprobe(int src, int tag, MPI_Comm comm, MPI_Message* m, MPI_Status* st) {
 }
 
 int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
+  if (int rc = checks::sendrecv(s, r); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
   bool engine = routeOf(s.comm, s.peer, &c) != Route::kReal || routeOf(r.comm, r.peer, &c) != Route::kReal;
   if (!engine && !mustPoll()) {
@@ -427,6 +443,7 @@ int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
 }
 
 int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
+  if (int rc = checks::sendrecvReplace(s, r); rc != MPI_SUCCESS) return rc;
   beforeBlocking();
   const CommInfo* c;
   bool engine = routeOf(s.comm, s.peer, &c) != Route::kReal || routeOf(r.comm, r.peer, &c) != Route::kReal;

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "base/errors.hpp"
+#include "engine/checks.hpp"
 #include "engine/handles.hpp"
 #include "engine/p2p.hpp"
 #include "engine/progress.hpp"
@@ -65,22 +66,26 @@ class PersistentP2p final : public base::Op {
 }  // namespace
 
 int sendInit(const base::SendArgs& a, MPI_Request* r) {
+  if (int rc = checks::send(a, checks::Call::kPersistent, r); rc != MPI_SUCCESS) return rc;
   *r = handles::add(std::make_unique<PersistentP2p>(a));
   return MPI_SUCCESS;
 }
 
 int recvInit(const base::RecvArgs& a, MPI_Request* r) {
+  if (int rc = checks::recv(a, checks::Call::kPersistent, r); rc != MPI_SUCCESS) return rc;
   *r = handles::add(std::make_unique<PersistentP2p>(a));
   return MPI_SUCCESS;
 }
 
 int start(MPI_Request* r) {
+  if (!r) return PMPI_Start(r);  // the real MPI reports it
   base::Op* op = handles::find(*r);
   if (!op) return PMPI_Start(r);
   return op->start();
 }
 
 int startall(int n, MPI_Request* rs) {
+  if (n < 0 || (n > 0 && !rs)) return PMPI_Startall(n, rs);  // the real MPI reports it
   int rc = MPI_SUCCESS;
   for (int i = 0; i < n && rc == MPI_SUCCESS; ++i) rc = start(&rs[i]);
   return rc;
