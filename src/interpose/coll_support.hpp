@@ -38,16 +38,19 @@ inline int blockingColl(MPI_Comm c, coll::Staging& st, const std::function<int()
 // each MPI_Start refreshes the staged inputs) collective: with GPU buffers the user gets a cgdr
 // request over the real one made on the staged buffers, which copies results back when it
 // completes; otherwise the real request itself. A refused buffer leaves MPI_REQUEST_NULL, as a
-// refused point-to-point call does.
+// refused point-to-point call does. A null request pointer with GPU buffers is an MPI_ERR_ARG
+// (with host buffers the real MPI's to judge: MPICH refuses it, Open MPI 4.1 crashes).
 template <typename Op>
 int stagedRequest(MPI_Comm c, std::unique_ptr<coll::Staging> st, MPI_Request* req,
                   const std::function<int(MPI_Request*)>& call) {
   base::Status s = st->stageIn();
   if (!s.isOk()) {
-    *req = MPI_REQUEST_NULL;
+    if (req) *req = MPI_REQUEST_NULL;
     return base::raise(c, s);
   }
   if (!st->any()) return call(req);
+  if (!req)
+    return base::raise(c, base::Status(base::Errc::kArgument, "the request pointer of a collective call is null"));
   MPI_Request inner = MPI_REQUEST_NULL;
   int rc = call(&inner);
   if (rc != MPI_SUCCESS) return rc;

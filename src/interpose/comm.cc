@@ -13,6 +13,13 @@ int created(int rc, MPI_Comm* c) {
   if (rc == MPI_SUCCESS) cgdr::engine::comms::created(*c);
   return rc;
 }
+
+// Handles the real MPI never frees: the call goes to it as it is (it reports the error) and cgdr
+// keeps the table. Forgetting MPI_COMM_WORLD's on one rank would send that rank's messages
+// through the real MPI while its peers' go through the engine: they would never meet.
+bool neverFreed(const MPI_Comm* c) {
+  return !c || *c == MPI_COMM_NULL || *c == MPI_COMM_WORLD || *c == MPI_COMM_SELF;
+}
 }  // namespace
 
 CGDR_API int MPI_Comm_dup(MPI_Comm c, MPI_Comm* n) {
@@ -63,12 +70,14 @@ CGDR_API int MPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm* n) {
 
 CGDR_API int MPI_Comm_free(MPI_Comm* c) {
   CGDR_ENTER(PMPI_Comm_free(c));
+  if (neverFreed(c)) return PMPI_Comm_free(c);
   cgdr::engine::comms::freed(*c);
   return PMPI_Comm_free(c);
 }
 
 CGDR_API int MPI_Comm_disconnect(MPI_Comm* c) {
   CGDR_ENTER(PMPI_Comm_disconnect(c));
+  if (neverFreed(c)) return PMPI_Comm_disconnect(c);
   cgdr::engine::comms::freed(*c);
   return PMPI_Comm_disconnect(c);
 }

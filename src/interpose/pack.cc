@@ -1,5 +1,6 @@
 // MPI_Pack/Unpack and their external32 forms on GPU buffers: the data buffer and the touched
 // region of the packed buffer are staged; only the bytes the real MPI packs are copied back.
+// A null position goes to the real MPI as it is (MPI_ERR_ARG).
 #include <mpi.h>
 
 #include "interpose/coll_support.hpp"
@@ -10,6 +11,7 @@ using coll::sendPtr;
 
 CGDR_API int MPI_Pack(const void* in, int n, MPI_Datatype t, void* out, int outsize, int* pos, MPI_Comm c) {
   CGDR_COLL_ENTER(PMPI_Pack(in, n, t, out, outsize, pos, c));
+  if (!pos) return PMPI_Pack(in, n, t, out, outsize, pos, c);  // the real MPI reports it
   int bytes = 0;
   PMPI_Pack_size(n, t, c, &bytes);
   coll::Staging st;
@@ -19,6 +21,7 @@ CGDR_API int MPI_Pack(const void* in, int n, MPI_Datatype t, void* out, int outs
 
 CGDR_API int MPI_Unpack(const void* in, int insize, int* pos, void* out, int n, MPI_Datatype t, MPI_Comm c) {
   CGDR_COLL_ENTER(PMPI_Unpack(in, insize, pos, out, n, t, c));
+  if (!pos) return PMPI_Unpack(in, insize, pos, out, n, t, c);  // the real MPI reports it
   int bytes = 0;
   PMPI_Pack_size(n, t, c, &bytes);
   coll::Staging st;
@@ -29,6 +32,7 @@ CGDR_API int MPI_Unpack(const void* in, int insize, int* pos, void* out, int n, 
 CGDR_API int MPI_Pack_external(const char rep[], const void* in, int n, MPI_Datatype t, void* out,
                                MPI_Aint outsize, MPI_Aint* pos) {
   CGDR_COLL_ENTER(PMPI_Pack_external(rep, in, n, t, out, outsize, pos));
+  if (!pos) return PMPI_Pack_external(rep, in, n, t, out, outsize, pos);  // the real MPI reports it
   MPI_Aint bytes = 0;
   PMPI_Pack_external_size(rep, n, t, &bytes);
   coll::Staging st;
@@ -41,6 +45,7 @@ CGDR_API int MPI_Pack_external(const char rep[], const void* in, int n, MPI_Data
 CGDR_API int MPI_Unpack_external(const char rep[], const void* in, MPI_Aint insize, MPI_Aint* pos, void* out,
                                  int n, MPI_Datatype t) {
   CGDR_COLL_ENTER(PMPI_Unpack_external(rep, in, insize, pos, out, n, t));
+  if (!pos) return PMPI_Unpack_external(rep, in, insize, pos, out, n, t);  // the real MPI reports it
   MPI_Aint bytes = 0;
   PMPI_Pack_external_size(rep, n, t, &bytes);
   coll::Staging st;

@@ -1,6 +1,6 @@
 // Persistent collectives (where the MPI offers them), started repeatedly with new inputs;
-// MPI_Pack/Unpack and their external32 forms with GPU buffers on both sides; and collectives on
-// an intercommunicator (MPI_ROOT / MPI_PROC_NULL roots).
+// MPI_Pack/Unpack and their external32 forms with GPU buffers on both sides (a null position
+// refused in each); and collectives on an intercommunicator (MPI_ROOT / MPI_PROC_NULL roots).
 #include <mpi-ext.h>
 
 #include "coll_common.hpp"
@@ -78,6 +78,28 @@ void pack(t::Kind sk, t::Kind rk) {
   T_CHECK(epos == esize && eupos == esize, "external32 positions %ld %ld of %ld", static_cast<long>(epos),
           static_cast<long>(eupos), static_cast<long>(esize));
   ct::same(out.get(), want, "Pack_external/Unpack_external");
+  // A null position is an MPI_ERR_ARG in every form (the GPU buffers change nothing).
+  MPI_Errhandler before;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &before);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const struct {
+    const char* what;
+    int rc;
+  } nullPos[] = {
+      {"Pack", MPI_Pack(data.ptr(), 1, vec, packed.ptr(), psize + 64, nullptr, MPI_COMM_WORLD)},
+      {"Unpack", MPI_Unpack(packed.ptr(), psize + 64, nullptr, out.ptr(), 1, vec, MPI_COMM_WORLD)},
+      {"Pack_external", MPI_Pack_external("external32", data.ptr(), 1, vec, ext.ptr(), esize, nullptr)},
+      {"Unpack_external", MPI_Unpack_external("external32", ext.ptr(), esize, nullptr, out.ptr(), 1, vec)},
+  };
+  for (const auto& c : nullPos) {
+    int cls = -1;
+    if (c.rc != MPI_SUCCESS) MPI_Error_class(c.rc, &cls);
+    T_CHECK(c.rc != MPI_SUCCESS && cls == MPI_ERR_ARG, "%s with a null position (%s->%s): returned %d, class %d",
+            c.what, t::name(sk), t::name(rk), c.rc, cls);
+  }
+  ct::same(out.get(), want, "the buffer after the refused unpacks");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, before);
+  MPI_Errhandler_free(&before);
   auto eb = ext.get();
   T_CHECK(eb.size() >= 4 && eb[3] == static_cast<std::uint8_t>(src[0] & 0xff) &&
               eb[0] == static_cast<std::uint8_t>((static_cast<std::uint32_t>(src[0]) >> 24) & 0xff),

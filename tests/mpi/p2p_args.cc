@@ -1,11 +1,12 @@
 // Arguments MPI forbids, given to the point-to-point, probe and completion calls with
 // MPI_ERRORS_RETURN: a bad tag, a negative count, MPI_DATATYPE_NULL, a datatype never committed,
 // a null buffer with data, a null request, flag or message handle, a rank out of range at a
-// persistent init, bad matched receives of a held message (which keep it). Each call must fail
-// with the error class the MPI itself gives (the same program runs on the real MPI alone), move nothing
-// (a receive for any tag is posted first and must stay empty) and leave the ranks able to
-// exchange messages byte-exact afterwards. cgdr serves messages between co-located ranks
-// without the real MPI, so it must make these checks itself rather than crash or send.
+// persistent init, bad matched receives of a held message (which keep it), MPI_COMM_WORLD freed
+// on one rank. Each call must fail with the error class the MPI itself gives (the same program
+// runs on the real MPI alone), move nothing (a receive for any tag is posted first and must stay
+// empty) and leave the ranks able to exchange messages byte-exact afterwards. cgdr serves
+// messages between co-located ranks without the real MPI, so it must make these checks itself
+// rather than crash or send.
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -183,10 +184,29 @@ void badCalls(t::Kind sk, t::Kind rk, int msg, bool cgdr) {
   rb.poison();
   MPI_Type_free(&loose);
 
-  // Still in step: one message each way, every byte checked, its tag the one sent.
+  // MPI_COMM_WORLD freed on one rank of each pair only: the MPI refuses it, and cgdr must keep
+  // serving that rank's world traffic as its peer's (a rank that dropped the world's table would
+  // send through the real MPI while its peer's messages came through cgdr: neither would arrive).
+  if (t::rank() % 2 == 0) {
+    MPI_Comm world = w;
+    int rc = MPI_Comm_free(&world);
+    T_CHECK(rc != MPI_SUCCESS && errClass(rc) == MPI_ERR_COMM && world == MPI_COMM_WORLD,
+            "Comm_free of MPI_COMM_WORLD (%s): returned %d, class %d", kinds.c_str(), rc,
+            rc == MPI_SUCCESS ? 0 : errClass(rc));
+  }
+
+  // Still in step: one message each way, every byte checked, its tag the one sent (given 60 s,
+  // so that messages which never meet fail the test rather than hang it).
   const std::size_t bytes = n * sizeof(int) - 3;
-  T_MPI(MPI_Sendrecv(s, static_cast<int>(bytes), MPI_BYTE, peer, 70 + msg % 100, r, n * sizeof(int), MPI_BYTE,
-                     peer, MPI_ANY_TAG, w, &st));
+  MPI_Request xr[2];
+  T_MPI(MPI_Irecv(r, n * sizeof(int), MPI_BYTE, peer, MPI_ANY_TAG, w, &xr[0]));
+  T_MPI(MPI_Isend(s, static_cast<int>(bytes), MPI_BYTE, peer, 70 + msg % 100, w, &xr[1]));
+  MPI_Status xs[2];
+  int done = 0;
+  for (double end = MPI_Wtime() + 60; !done && MPI_Wtime() < end;) T_MPI(MPI_Testall(2, xr, &done, xs));
+  T_CHECK(done, "the exchange after the bad calls (%s) did not complete in 60 s", kinds.c_str());
+  if (!done) return;  // the test has failed; the ranks are out of step
+  st = xs[0];
   int got = -1;
   MPI_Get_count(&st, MPI_BYTE, &got);
   T_CHECK(got == static_cast<int>(bytes) && st.MPI_TAG == 70 + msg % 100 && st.MPI_SOURCE == peer,
