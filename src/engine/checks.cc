@@ -61,8 +61,8 @@ int send(const base::SendArgs& a, Call call, const MPI_Request* r) {
     return MPI_SUCCESS;
   MPI_Request made = MPI_REQUEST_NULL;
   MPI_Request* out = r ? &made : nullptr;
-  // The standard mode stands for the others (the same checks; a buffered send to MPI_PROC_NULL
-  // may want an attached buffer in some MPIs).
+  // A blocking or non-blocking send is put to the MPI in the standard mode (the same checks; a
+  // buffered send to MPI_PROC_NULL may want an attached buffer in some MPIs); an init in its own.
   int rc;
   if (call == Call::kBlocking)
     rc = PMPI_Send(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm);
