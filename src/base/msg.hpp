@@ -50,4 +50,16 @@ inline int pmpiSend(SendMode m, const void* buf, int count, MPI_Datatype t, int 
   return PMPI_Send(buf, count, t, peer, tag, c);
 }
 
+// PMPI_*send_init for a mode.
+inline int pmpiSendInit(SendMode m, const void* buf, int count, MPI_Datatype t, int peer, int tag,
+                        MPI_Comm c, MPI_Request* r) {
+  switch (m) {
+    case SendMode::kSync: return PMPI_Ssend_init(buf, count, t, peer, tag, c, r);
+    case SendMode::kReady: return PMPI_Rsend_init(buf, count, t, peer, tag, c, r);
+    case SendMode::kBuffered: return PMPI_Bsend_init(buf, count, t, peer, tag, c, r);
+    case SendMode::kStandard: break;
+  }
+  return PMPI_Send_init(buf, count, t, peer, tag, c, r);
+}
+
 }  // namespace cgdr::base

@@ -31,9 +31,24 @@ bool peerOk(MPI_Comm c, int peer, bool receive) {
   return peer == MPI_PROC_NULL || (receive && peer == MPI_ANY_SOURCE) || (peer >= 0 && peer < info->size);
 }
 
-// The real MPI's verdict on a probe call; `made` is a request the accepted call returned.
-int verdict(int rc, MPI_Request* made, MPI_Datatype t1, MPI_Datatype t2 = MPI_DATATYPE_NULL) {
-  if (made && *made != MPI_REQUEST_NULL) PMPI_Request_free(made);
+// Every argument of a send or receive looks right: the quick look that lets a call go on
+// without asking the MPI.
+bool quick(int tag, bool receive, const void* buf, int count, MPI_Datatype t, MPI_Comm c, int peer, Call call,
+           const MPI_Request* r) {
+  return tagOk(tag, receive) && looksRight(buf, count, t) && (call == Call::kBlocking || r) &&
+         (call != Call::kPersistent || peerOk(c, peer, receive));
+}
+
+// The real MPI's verdict on the call `put` makes (the caller's call to MPI_PROC_NULL, or an init to
+// the named peer), given a request pointer of its own where the caller passed one (null where the
+// call has none): a request the accepted call returned is freed, and the datatypes it accepted are
+// noted for this thread.
+template <class Put>
+int verdict(const MPI_Request* r, MPI_Datatype t1, MPI_Datatype t2, Put put) {
+  MPI_Request made = MPI_REQUEST_NULL;
+  MPI_Request* out = r ? &made : nullptr;
+  int rc = put(out);
+  if (made != MPI_REQUEST_NULL) PMPI_Request_free(&made);
   if (rc == MPI_SUCCESS) {
     base::noteTypeAccepted(t1);
     base::noteTypeAccepted(t2);
@@ -41,69 +56,45 @@ int verdict(int rc, MPI_Request* made, MPI_Datatype t1, MPI_Datatype t2 = MPI_DA
   return rc;
 }
 
-int pmpiSendInit(base::SendMode m, const void* buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm c,
-                 MPI_Request* r) {
-  switch (m) {
-    case base::SendMode::kSync: return PMPI_Ssend_init(buf, count, t, peer, tag, c, r);
-    case base::SendMode::kReady: return PMPI_Rsend_init(buf, count, t, peer, tag, c, r);
-    case base::SendMode::kBuffered: return PMPI_Bsend_init(buf, count, t, peer, tag, c, r);
-    case base::SendMode::kStandard: break;
-  }
-  return PMPI_Send_init(buf, count, t, peer, tag, c, r);
-}
-
 }  // namespace
 
 int send(const base::SendArgs& a, Call call, const MPI_Request* r) {
-  bool persistent = call == Call::kPersistent;
-  if (tagOk(a.tag, false) && looksRight(a.buf, a.count, a.type) && (call == Call::kBlocking || r) &&
-      (!persistent || peerOk(a.comm, a.peer, false)))
-    return MPI_SUCCESS;
-  MPI_Request made = MPI_REQUEST_NULL;
-  MPI_Request* out = r ? &made : nullptr;
+  if (quick(a.tag, false, a.buf, a.count, a.type, a.comm, a.peer, call, r)) return MPI_SUCCESS;
   // A blocking or non-blocking send is put to the MPI in the standard mode (the same checks; a
   // buffered send to MPI_PROC_NULL may want an attached buffer in some MPIs); an init in its own.
-  int rc;
-  if (call == Call::kBlocking)
-    rc = PMPI_Send(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm);
-  else if (call == Call::kNonBlocking)
-    rc = PMPI_Isend(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm, out);
-  else
-    rc = pmpiSendInit(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm, out);
-  return verdict(rc, out, a.type);
+  return verdict(r, a.type, MPI_DATATYPE_NULL, [&](MPI_Request* out) {
+    if (call == Call::kBlocking) return PMPI_Send(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm);
+    if (call == Call::kNonBlocking) return PMPI_Isend(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm, out);
+    return base::pmpiSendInit(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm, out);
+  });
 }
 
 int recv(const base::RecvArgs& a, Call call, const MPI_Request* r) {
-  bool persistent = call == Call::kPersistent;
-  if (tagOk(a.tag, true) && looksRight(a.buf, a.count, a.type) && (call == Call::kBlocking || r) &&
-      (!persistent || peerOk(a.comm, a.peer, true)))
-    return MPI_SUCCESS;
-  MPI_Request made = MPI_REQUEST_NULL;
-  MPI_Request* out = r ? &made : nullptr;
-  int rc;
-  if (call == Call::kBlocking)
-    rc = PMPI_Recv(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm, MPI_STATUS_IGNORE);
-  else if (call == Call::kNonBlocking)
-    rc = PMPI_Irecv(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm, out);
-  else
-    rc = PMPI_Recv_init(a.buf, a.count, a.type, a.peer, a.tag, a.comm, out);
-  return verdict(rc, out, a.type);
+  if (quick(a.tag, true, a.buf, a.count, a.type, a.comm, a.peer, call, r)) return MPI_SUCCESS;
+  return verdict(r, a.type, MPI_DATATYPE_NULL, [&](MPI_Request* out) {
+    if (call == Call::kBlocking)
+      return PMPI_Recv(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm, MPI_STATUS_IGNORE);
+    if (call == Call::kNonBlocking) return PMPI_Irecv(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm, out);
+    return PMPI_Recv_init(a.buf, a.count, a.type, a.peer, a.tag, a.comm, out);
+  });
 }
 
 int sendrecv(const base::SendArgs& s, const base::RecvArgs& r) {
   if (tagOk(s.tag, false) && tagOk(r.tag, true) && looksRight(s.buf, s.count, s.type) &&
       looksRight(r.buf, r.count, r.type))
     return MPI_SUCCESS;
-  int rc = PMPI_Sendrecv(s.buf, s.count, s.type, MPI_PROC_NULL, s.tag, r.buf, r.count, r.type, MPI_PROC_NULL, r.tag,
+  return verdict(nullptr, s.type, r.type, [&](MPI_Request*) {
+    return PMPI_Sendrecv(s.buf, s.count, s.type, MPI_PROC_NULL, s.tag, r.buf, r.count, r.type, MPI_PROC_NULL, r.tag,
                          s.comm, MPI_STATUS_IGNORE);
-  return verdict(rc, nullptr, s.type, r.type);
+  });
 }
 
 int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r) {
   if (tagOk(s.tag, false) && tagOk(r.tag, true) && looksRight(s.buf, s.count, s.type)) return MPI_SUCCESS;
-  int rc = PMPI_Sendrecv_replace(r.buf, r.count, r.type, MPI_PROC_NULL, s.tag, MPI_PROC_NULL, r.tag, s.comm,
+  return verdict(nullptr, s.type, MPI_DATATYPE_NULL, [&](MPI_Request*) {
+    return PMPI_Sendrecv_replace(r.buf, r.count, r.type, MPI_PROC_NULL, s.tag, MPI_PROC_NULL, r.tag, s.comm,
                                  MPI_STATUS_IGNORE);
-  return verdict(rc, nullptr, s.type);
+  });
 }
 
 int probe(int tag, MPI_Comm c, bool blocking, const int* flag, const MPI_Message* m, bool matched) {
@@ -122,12 +113,10 @@ int probe(int tag, MPI_Comm c, bool blocking, const int* flag, const MPI_Message
 
 int matchedRecv(const base::RecvArgs& a, Call call, const MPI_Request* r) {
   if (looksRight(a.buf, a.count, a.type) && (call == Call::kBlocking || r)) return MPI_SUCCESS;
-  MPI_Request made = MPI_REQUEST_NULL;
-  MPI_Request* out = r ? &made : nullptr;
-  int rc = call == Call::kBlocking
-               ? PMPI_Recv(a.buf, a.count, a.type, MPI_PROC_NULL, 0, a.comm, MPI_STATUS_IGNORE)
-               : PMPI_Irecv(a.buf, a.count, a.type, MPI_PROC_NULL, 0, a.comm, out);
-  return verdict(rc, out, a.type);
+  return verdict(r, a.type, MPI_DATATYPE_NULL, [&](MPI_Request* out) {
+    return call == Call::kBlocking ? PMPI_Recv(a.buf, a.count, a.type, MPI_PROC_NULL, 0, a.comm, MPI_STATUS_IGNORE)
+                                   : PMPI_Irecv(a.buf, a.count, a.type, MPI_PROC_NULL, 0, a.comm, out);
+  });
 }
 
 }  // namespace cgdr::engine::checks

@@ -317,13 +317,18 @@ int finish(const char* testName) {
   return total ? 1 : 0;
 }
 
+int errorClass(int rc) {
+  int cls = -1;
+  if (MPI_Error_class(rc, &cls) != MPI_SUCCESS) return -1;
+  return cls;
+}
+
 bool refusedWith(int rc, const char* cause, std::string* text) {
   char s[MPI_MAX_ERROR_STRING];
-  int len = 0, cls = -1;
-  MPI_Error_class(rc, &cls);
+  int len = 0;
   MPI_Error_string(rc, s, &len);
   *text = s;
-  return cls == MPI_ERR_BUFFER && std::strstr(s, cause) != nullptr;
+  return errorClass(rc) == MPI_ERR_BUFFER && std::strstr(s, cause) != nullptr;
 }
 
 RefusedSends::RefusedSends(int peer, const std::vector<int>& tags, std::size_t maxBytes)

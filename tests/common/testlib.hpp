@@ -88,6 +88,9 @@ constexpr std::size_t kBlock = 256 * 1024;
 
 bool gpuAvailable();
 
+// The error class of an MPI return code (MPI_SUCCESS for MPI_SUCCESS, -1 where the MPI knows no
+// class for it).
+int errorClass(int rc);
 // Whether an MPI call's return code is MPI_ERR_BUFFER with `cause` in its error string (which
 // *text receives, for the failure message).
 bool refusedWith(int rc, const char* cause, std::string* text);

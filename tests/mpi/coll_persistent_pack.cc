@@ -92,8 +92,7 @@ void pack(t::Kind sk, t::Kind rk) {
       {"Unpack_external", MPI_Unpack_external("external32", ext.ptr(), esize, nullptr, out.ptr(), 1, vec)},
   };
   for (const auto& c : nullPos) {
-    int cls = -1;
-    if (c.rc != MPI_SUCCESS) MPI_Error_class(c.rc, &cls);
+    int cls = c.rc == MPI_SUCCESS ? -1 : t::errorClass(c.rc);
     T_CHECK(c.rc != MPI_SUCCESS && cls == MPI_ERR_ARG, "%s with a null position (%s->%s): returned %d, class %d",
             c.what, t::name(sk), t::name(rk), c.rc, cls);
   }

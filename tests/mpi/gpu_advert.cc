@@ -203,8 +203,7 @@ void truncation(t::Kind sk, t::Kind rk, std::size_t n, int me) {
   }
   MPI_Status st;
   int rc = MPI_Wait(&r, &st);
-  int cls = -1;
-  MPI_Error_class(rc, &cls);
+  int cls = t::errorClass(rc);
   T_CHECK(cls == MPI_ERR_TRUNCATE, "truncation %s->%s %zu into %zu: error class %d", t::name(sk), t::name(rk), n, cap, cls);
   char what[96];
   std::snprintf(what, sizeof what, "truncated %s->%s %zu into %zu", t::name(sk), t::name(rk), n, cap);

@@ -18,12 +18,6 @@
 
 namespace {
 
-int errClass(int rc) {
-  int c = -1;
-  MPI_Error_class(rc, &c);
-  return c;
-}
-
 std::string classes(const std::vector<int>& cs) {
   std::string s;
   for (int c : cs) s += (s.empty() ? "" : " or ") + std::to_string(c);
@@ -47,10 +41,10 @@ void refuseAll(const std::vector<Case>& cases, const char* kinds) {
     int len = 0;
     if (rc != MPI_SUCCESS) MPI_Error_string(rc, text, &len);
     bool ok = false;
-    for (int e : c.expect) ok = ok || (rc != MPI_SUCCESS && errClass(rc) == e);
+    for (int e : c.expect) ok = ok || (rc != MPI_SUCCESS && t::errorClass(rc) == e);
     ok = ok || (rc != MPI_SUCCESS && c.text && std::strstr(text, c.text));
     T_CHECK(ok, "%s (%s): returned %d, class %d (\"%s\"), expected class %s", c.what, kinds, rc,
-            rc == MPI_SUCCESS ? 0 : errClass(rc), text, classes(c.expect).c_str());
+            rc == MPI_SUCCESS ? 0 : t::errorClass(rc), text, classes(c.expect).c_str());
   }
 }
 
@@ -190,9 +184,9 @@ void badCalls(t::Kind sk, t::Kind rk, int msg, bool cgdr) {
   if (t::rank() % 2 == 0) {
     MPI_Comm world = w;
     int rc = MPI_Comm_free(&world);
-    T_CHECK(rc != MPI_SUCCESS && errClass(rc) == MPI_ERR_COMM && world == MPI_COMM_WORLD,
+    T_CHECK(rc != MPI_SUCCESS && t::errorClass(rc) == MPI_ERR_COMM && world == MPI_COMM_WORLD,
             "Comm_free of MPI_COMM_WORLD (%s): returned %d, class %d", kinds.c_str(), rc,
-            rc == MPI_SUCCESS ? 0 : errClass(rc));
+            rc == MPI_SUCCESS ? 0 : t::errorClass(rc));
   }
 
   // Still in step: one message each way, every byte checked, its tag the one sent (given 60 s,

@@ -23,12 +23,6 @@ static_assert(MPIX_CUDA_AWARE_SUPPORT == 1, "cgdr's mpi-ext.h must be the one in
 
 namespace {
 
-int errClass(int rc) {
-  int c = -1;
-  MPI_Error_class(rc, &c);
-  return c;
-}
-
 void truncation(t::Kind sk, t::Kind rk, int msg) {
   const std::size_t sent = 1000, room = 500;
   if (t::rank() == 0) {
@@ -40,7 +34,7 @@ void truncation(t::Kind sk, t::Kind rk, int msg) {
     t::Buf b(rk, room + 64);
     MPI_Status st;
     int rc = MPI_Recv(b.ptr(), room, MPI_BYTE, 0, 40, MPI_COMM_WORLD, &st);
-    T_CHECK(errClass(rc) == MPI_ERR_TRUNCATE, "blocking truncation: error class %d", errClass(rc));
+    T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "blocking truncation: error class %d", t::errorClass(rc));
     auto v = b.get();
     for (std::size_t i = room; i < v.size(); ++i) {
       if (v[i] != 0xA5) {
@@ -51,7 +45,7 @@ void truncation(t::Kind sk, t::Kind rk, int msg) {
     MPI_Request r;
     T_MPI(MPI_Irecv(b.ptr(), room, MPI_BYTE, 0, 41, MPI_COMM_WORLD, &r));
     rc = MPI_Wait(&r, &st);
-    T_CHECK(errClass(rc) == MPI_ERR_TRUNCATE, "non-blocking truncation: error class %d", errClass(rc));
+    T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "non-blocking truncation: error class %d", t::errorClass(rc));
   }
 }
 
@@ -115,14 +109,14 @@ void invalidPointers() {
   void* foreign = reinterpret_cast<void*>(0x10);  // never mapped
   for (void* p : {d, foreign}) {
     int rc = MPI_Send(p, 1 << 20, MPI_BYTE, t::rank() ^ 1, 50, MPI_COMM_WORLD);
-    T_CHECK(errClass(rc) == MPI_ERR_BUFFER, "send from %p: error class %d, expected MPI_ERR_BUFFER", p, errClass(rc));
+    T_CHECK(t::errorClass(rc) == MPI_ERR_BUFFER, "send from %p: error class %d, expected MPI_ERR_BUFFER", p, t::errorClass(rc));
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, s, &len);
     T_CHECK(std::strstr(s, "freed or foreign") != nullptr, "error string does not name the cause: %s", s);
     MPI_Request r = MPI_REQUEST_NULL;
     rc = MPI_Irecv(p, 1 << 20, MPI_BYTE, t::rank() ^ 1, 51, MPI_COMM_WORLD, &r);
-    T_CHECK(errClass(rc) == MPI_ERR_BUFFER, "irecv into %p: error class %d", p, errClass(rc));
+    T_CHECK(t::errorClass(rc) == MPI_ERR_BUFFER, "irecv into %p: error class %d", p, t::errorClass(rc));
   }
 #endif
 }
