@@ -25,7 +25,7 @@ const Entry kEntries[] = {
     {Errc::kNoMemory, MPI_ERR_NO_MEM, "cgdr: out of staging or shared memory"},
     {Errc::kSystem, MPI_ERR_OTHER, "cgdr: a system call failed"},
     {Errc::kUnsupported, MPI_ERR_UNSUPPORTED_OPERATION,
-     "cgdr: operation not supported on this kind of buffer"},
+     "cgdr: operation not supported: valid MPI that cgdr cannot serve (the cause is in cgdr's log)"},
     {Errc::kPeerLost, MPI_ERR_OTHER, "cgdr: a co-located peer process vanished"},
     {Errc::kProtocol, MPI_ERR_INTERN, "cgdr: malformed data from a peer"},
     {Errc::kArgument, MPI_ERR_ARG, "cgdr: invalid argument"},

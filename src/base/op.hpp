@@ -4,13 +4,20 @@
 #pragma once
 #include <mpi.h>
 
+#include "base/dtype.hpp"
 #include "base/status.hpp"
 
 namespace cgdr::base {
 
 class Op {
  public:
-  virtual ~Op() = default;
+  Op() = default;
+  Op(const Op&) = delete;  // an owned datatype is freed once
+  Op& operator=(const Op&) = delete;
+  virtual ~Op() {
+    for (MPI_Datatype& t : owned_)
+      if (t != MPI_DATATYPE_NULL) freeOwned(&t);
+  }
   // Advances without blocking; returns true once complete. status/error are then final.
   virtual bool poll() = 0;
   // MPI_Cancel: tries to cancel; completion still comes through poll().
@@ -30,6 +37,28 @@ class Op {
   // A failure cgdr itself detected (CUDA, staging...); the engine raises it on `comm`.
   Status failure;
   MPI_Comm comm = MPI_COMM_NULL;
+
+  // Takes a datatype cgdr made for this operation alone (a large count's), freed with it; false
+  // where the operation holds two already.
+  bool own(MPI_Datatype t) {
+    for (MPI_Datatype& o : owned_) {
+      if (o != MPI_DATATYPE_NULL) continue;
+      o = t;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  static void freeOwned(MPI_Datatype* t) {
+    int done = 0;
+    PMPI_Finalized(&done);
+    if (done) return;
+    PMPI_Type_free(t);
+    forgetDatatypes();  // the handle may name another type later
+  }
+
+  MPI_Datatype owned_[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
 };
 
 // The status MPI gives for a null or inactive request (built once with the MPI's own calls,

@@ -13,6 +13,7 @@
 #include "engine/held.hpp"
 #include "engine/messages.hpp"
 #include "engine/msg_data.hpp"
+#include "engine/pair_op.hpp"
 #include "engine/progress.hpp"
 #include "engine/real_op.hpp"
 #include "engine/shm_engine.hpp"
@@ -20,6 +21,8 @@
 #include "mem/classify.hpp"
 
 #include <cstring>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace cgdr::engine {
@@ -412,6 +415,80 @@ int mprobe(int src, int tag, MPI_Comm comm, MPI_Message* m, MPI_Status* st) {
   }
 }
 
+namespace {
+
+// The bytes of a send-receive-replace's buffer, copied before the receive overwrites them (to
+// host memory, or to page-locked memory from the GPU) and sent from there with the same datatype.
+struct ReplaceCopy {
+  std::vector<char> host;
+  net::StagedSpan staged;
+  bool gpu = false;
+  std::ptrdiff_t lo = 0;  // the span's lower bound
+
+  // What the send sends from (computed here: moving the copy keeps its bytes where they are).
+  const void* from() const { return gpu ? staged.mpiBuf() : host.data() - lo; }
+
+  static Result<ReplaceCopy> make(const base::SendArgs& s, const mem::MemInfo& m) {
+    base::Span span = base::spanOf(s.count, s.type);
+    ReplaceCopy c;
+    c.gpu = m.onGpu();
+    c.lo = span.lo;
+    if (c.gpu) {
+      auto sp = net::StagedSpan::make(s.buf, span, m.device);
+      if (!sp.isOk()) return sp.status();
+      c.staged = std::move(sp.value());
+      Status cs = mem::copySync(c.staged.hostStart(), c.staged.gpuStart(), span.bytes, m.device, mem::CopyDir::kToHost);
+      if (!cs.isOk()) return cs;
+    } else {
+      const char* start = static_cast<const char*>(base::spanStart(s.buf, span));
+      c.host.assign(start, start + span.bytes);
+    }
+    return c;
+  }
+};
+
+// The receive and send of a send-receive, the receive posted first; `s.buf` is what the send
+// sends from.
+Result<std::pair<std::unique_ptr<base::Op>, std::unique_ptr<base::Op>>> makePair(const base::SendArgs& s,
+                                                                                  const base::RecvArgs& r) {
+  auto recvOp = makeRecv(r);
+  if (!recvOp.isOk()) return recvOp.status();
+  auto sendOp = makeSend(s);
+  if (!sendOp.isOk()) {
+    (void)recvOp.value()->cancel();
+    waitFor(*recvOp.value());
+    return sendOp.status();
+  }
+  return std::pair(std::move(recvOp.value()), std::move(sendOp.value()));
+}
+
+// A send-receive-replace's copy of its buffer and its two halves, the send sending from the copy.
+struct ReplaceOps {
+  ReplaceCopy copy;
+  std::unique_ptr<base::Op> recv, send;
+};
+
+Result<ReplaceOps> makeReplace(const base::SendArgs& s, const base::RecvArgs& r, const mem::MemInfo& m) {
+  auto copy = ReplaceCopy::make(s, m);
+  if (!copy.isOk()) return copy.status();
+  base::SendArgs from = s;
+  from.buf = copy.value().from();
+  auto ops = makePair(from, r);
+  if (!ops.isOk()) return ops.status();
+  return ReplaceOps{std::move(copy.value()), std::move(ops.value().first), std::move(ops.value().second)};
+}
+
+// Waits for both halves of a blocking send-receive; the receive's error, else the send's.
+int waitPair(base::Op& recvOp, base::Op& sendOp, MPI_Status* st) {
+  waitFor(sendOp);
+  waitFor(recvOp);
+  int rcSend = finishBlocking(sendOp, MPI_STATUS_IGNORE);
+  int rcRecv = finishBlocking(recvOp, st);
+  return rcRecv != MPI_SUCCESS ? rcRecv : rcSend;
+}
+
+}  // namespace
+
 int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
   if (int rc = checks::sendrecv(s, r); rc != MPI_SUCCESS) return rc;
   const CommInfo* c;
@@ -426,20 +503,10 @@ int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
       return PMPI_Sendrecv(s.buf, s.count, s.type, s.peer, s.tag, r.buf, r.count, r.type, r.peer, r.tag, s.comm, st);
     }
   }
-  auto recvOp = makeRecv(r);
-  if (!recvOp.isOk()) return raise(r.comm, recvOp.status());
-  auto sendOp = makeSend(s);
-  if (!sendOp.isOk()) {
-    (void)recvOp.value()->cancel();
-    waitFor(*recvOp.value());
-    return raise(s.comm, sendOp.status());
-  }
+  auto ops = makePair(s, r);
+  if (!ops.isOk()) return raise(s.comm, ops.status());
   beforeBlocking();
-  waitFor(*sendOp.value());
-  waitFor(*recvOp.value());
-  int rcSend = finishBlocking(*sendOp.value(), MPI_STATUS_IGNORE);
-  int rcRecv = finishBlocking(*recvOp.value(), st);
-  return rcRecv != MPI_SUCCESS ? rcRecv : rcSend;
+  return waitPair(*ops.value().first, *ops.value().second, st);
 }
 
 int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st) {
@@ -451,37 +518,39 @@ int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status
   if (!loc.isOk()) return raise(s.comm, loc.status());
   if (!engine && !mustPoll() && !loc.value().mem.onGpu())
     return PMPI_Sendrecv_replace(r.buf, r.count, r.type, s.peer, s.tag, r.peer, r.tag, s.comm, st);
-  // Send a copy of the buffer's bytes (same layout, same datatype) while the receive fills it.
-  base::Span span = base::spanOf(s.count, s.type);
-  const mem::MemInfo& m = loc.value().mem;
-  std::vector<char> hostCopy;
-  net::StagedSpan staged;
-  const void* copy = nullptr;
-  if (m.onGpu()) {
-    auto sp = net::StagedSpan::make(s.buf, span, m.device);
-    if (!sp.isOk()) return raise(s.comm, sp.status());
-    staged = std::move(sp.value());
-    Status cs = mem::copySync(staged.hostStart(), staged.gpuStart(), span.bytes, m.device, mem::CopyDir::kToHost);
-    if (!cs.isOk()) return raise(s.comm, cs);
-    copy = staged.mpiBuf();
-  } else {
-    const char* start = static_cast<const char*>(base::spanStart(s.buf, span));
-    hostCopy.assign(start, start + span.bytes);
-    copy = hostCopy.data() - span.lo;
-  }
-  auto recvOp = makeRecv(r);
-  if (!recvOp.isOk()) return raise(r.comm, recvOp.status());
-  auto sendOp = makeSend({copy, s.count, s.type, s.peer, s.tag, s.comm});
-  if (!sendOp.isOk()) {
-    (void)recvOp.value()->cancel();
-    waitFor(*recvOp.value());
-    return raise(s.comm, sendOp.status());
-  }
-  waitFor(*sendOp.value());
-  waitFor(*recvOp.value());
-  int rcSend = finishBlocking(*sendOp.value(), MPI_STATUS_IGNORE);
-  int rcRecv = finishBlocking(*recvOp.value(), st);
-  return rcRecv != MPI_SUCCESS ? rcRecv : rcSend;
+  auto ops = makeReplace(s, r, loc.value().mem);
+  if (!ops.isOk()) return raise(s.comm, ops.status());
+  return waitPair(*ops.value().recv, *ops.value().send, st);
 }
+
+#if MPI_VERSION >= 4
+// Both halves are always cgdr's operations, even where the real MPI would carry both: MPICH
+// 4.0's own MPI_Isendrecv crashes or hangs where a peer is MPI_PROC_NULL (halo exchanges at the
+// edge). For the same reason its checks are the blocking call's, and a null request is cgdr's
+// MPI_ERR_ARG.
+int isendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Request* q) {
+  if (!q) return raise(s.comm, Status(base::Errc::kArgument, "MPI_Isendrecv: the request is a null pointer"));
+  if (int rc = checks::sendrecv(s, r); rc != MPI_SUCCESS) return rc;
+  auto ops = makePair(s, r);
+  if (!ops.isOk()) return raise(s.comm, ops.status());
+  auto& [recvOp, sendOp] = ops.value();
+  *q = handles::add(
+      std::make_unique<PairOp<std::monostate>>(std::move(recvOp), std::move(sendOp), std::monostate{}, s.comm));
+  return MPI_SUCCESS;
+}
+
+int isendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r, MPI_Request* q) {
+  if (!q)
+    return raise(s.comm, Status(base::Errc::kArgument, "MPI_Isendrecv_replace: the request is a null pointer"));
+  if (int rc = checks::sendrecvReplace(s, r); rc != MPI_SUCCESS) return rc;
+  auto loc = locate(s.buf, s.count, s.type);
+  if (!loc.isOk()) return raise(s.comm, loc.status());
+  auto ops = makeReplace(s, r, loc.value().mem);
+  if (!ops.isOk()) return raise(s.comm, ops.status());
+  ReplaceOps& o = ops.value();
+  *q = handles::add(std::make_unique<PairOp<ReplaceCopy>>(std::move(o.recv), std::move(o.send), std::move(o.copy), s.comm));
+  return MPI_SUCCESS;
+}
+#endif
 
 }  // namespace cgdr::engine

@@ -18,6 +18,11 @@ int mrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Status* st);
 int imrecv(const base::RecvArgs& a, MPI_Message* m, MPI_Request* r);
 int sendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st);
 int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r, MPI_Status* st);
+#if MPI_VERSION >= 4
+// MPI_Isendrecv and MPI_Isendrecv_replace (MPI-4): one request for both halves.
+int isendrecv(const base::SendArgs& s, const base::RecvArgs& r, MPI_Request* q);
+int isendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r, MPI_Request* q);
+#endif
 
 int probe(int src, int tag, MPI_Comm c, MPI_Status* st);
 int iprobe(int src, int tag, MPI_Comm c, int* flag, MPI_Status* st);

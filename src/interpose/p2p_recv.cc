@@ -1,4 +1,5 @@
-// MPI receive calls, matched receives and the combined send-receive calls.
+// MPI receive calls, matched receives and the combined send-receive calls (MPI_Isendrecv and
+// MPI_Isendrecv_replace where the MPI has them: MPI-4).
 #include <mpi.h>
 
 #include "engine/p2p.hpp"
@@ -43,3 +44,17 @@ CGDR_API int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype t, int dest
   return cgdr::engine::sendrecvReplace({buf, count, t, dest, stag, c},
                                        {buf, count, t, src, rtag, c}, st);
 }
+
+#if MPI_VERSION >= 4
+CGDR_API int MPI_Isendrecv(const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf,
+                           int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm c, MPI_Request* r) {
+  CGDR_ENTER(PMPI_Isendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, c, r));
+  return cgdr::engine::isendrecv({sbuf, scount, stype, dest, stag, c}, {rbuf, rcount, rtype, src, rtag, c}, r);
+}
+
+CGDR_API int MPI_Isendrecv_replace(void* buf, int count, MPI_Datatype t, int dest, int stag, int src, int rtag,
+                                   MPI_Comm c, MPI_Request* r) {
+  CGDR_ENTER(PMPI_Isendrecv_replace(buf, count, t, dest, stag, src, rtag, c, r));
+  return cgdr::engine::isendrecvReplace({buf, count, t, dest, stag, c}, {buf, count, t, src, rtag, c}, r);
+}
+#endif
