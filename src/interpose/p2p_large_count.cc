@@ -50,11 +50,9 @@ class Count {
                                                         ": a count above INT_MAX of a non-contiguous datatype"));
       return;
     }
-    if (PMPI_Type_contiguous_c(n, t, &made_) != MPI_SUCCESS || PMPI_Type_commit(&made_) != MPI_SUCCESS) {
-      rc_ = cgdr::base::raise(c, cgdr::base::Status(cgdr::base::Errc::kNoMemory,
-                                                    std::string(call) + ": the type of a count above INT_MAX"));
-      return;
-    }
+    // Where the MPI cannot make the type it has raised its error already; that error is returned.
+    if ((rc_ = PMPI_Type_contiguous_c(n, t, &made_)) != MPI_SUCCESS) return;
+    if ((rc_ = PMPI_Type_commit(&made_)) != MPI_SUCCESS) return;
     n_ = 1;
     type_ = made_;
   }
