@@ -14,7 +14,7 @@ namespace {
 // the one used last first, so two types in turn (a program's MPI_INT and MPI_DOUBLE) never push
 // each other out. Handles are spread over the sets by mix64 (Open MPI's predefined types lie 512
 // bytes apart: their low bits are all alike). A freed derived type's handle may come back for
-// another type: MPI_Type_free bumps the generation.
+// another type: freeDatatype bumps the generation.
 struct TypeInfo {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   std::uint64_t generation = 0;
@@ -47,7 +47,13 @@ TypeInfo& infoOf(MPI_Datatype type) {
 
 }  // namespace
 
-void forgetDatatypes() { gGeneration.fetch_add(1, std::memory_order_acq_rel); }
+int freeDatatype(MPI_Datatype* type) {
+  int rc = PMPI_Type_free(type);
+  // After the free, not before: a lookup on another thread that read the old generation and
+  // queried the type before it was freed must not stay valid for the handle's next type.
+  gGeneration.fetch_add(1, std::memory_order_acq_rel);
+  return rc;
+}
 
 bool typeAccepted(MPI_Datatype type) { return type != MPI_DATATYPE_NULL && infoOf(type).accepted; }
 

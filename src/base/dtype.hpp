@@ -24,8 +24,10 @@ Span spanOf(long long count, MPI_Datatype type);
 bool typeAccepted(MPI_Datatype type);
 void noteTypeAccepted(MPI_Datatype type);
 
-// Drops cached type information (called by MPI_Type_free: a handle may be reused).
-void forgetDatatypes();
+// Frees a datatype (the user's, in MPI_Type_free, or one cgdr made) with the real MPI, then drops
+// what this process cached about types: the freed handle may name another type later. Returns the
+// MPI's result.
+int freeDatatype(MPI_Datatype* type);
 
 // Address of the first covered byte.
 inline const void* spanStart(const void* buf, const Span& s) {

@@ -4,6 +4,8 @@
 #pragma once
 #include <mpi.h>
 
+#include <vector>
+
 #include "base/dtype.hpp"
 #include "base/status.hpp"
 
@@ -15,8 +17,11 @@ class Op {
   Op(const Op&) = delete;  // an owned datatype is freed once
   Op& operator=(const Op&) = delete;
   virtual ~Op() {
-    for (MPI_Datatype& t : owned_)
-      if (t != MPI_DATATYPE_NULL) freeOwned(&t);
+    if (owned_.empty()) return;
+    int done = 0;
+    PMPI_Finalized(&done);  // (an operation of a program that never completed it)
+    if (!done)
+      for (MPI_Datatype& t : owned_) freeDatatype(&t);
   }
   // Advances without blocking; returns true once complete. status/error are then final.
   virtual bool poll() = 0;
@@ -38,27 +43,11 @@ class Op {
   Status failure;
   MPI_Comm comm = MPI_COMM_NULL;
 
-  // Takes a datatype cgdr made for this operation alone (a large count's), freed with it; false
-  // where the operation holds two already.
-  bool own(MPI_Datatype t) {
-    for (MPI_Datatype& o : owned_) {
-      if (o != MPI_DATATYPE_NULL) continue;
-      o = t;
-      return true;
-    }
-    return false;
-  }
+  // Takes a datatype cgdr made for this operation alone (a large count's), freed with it.
+  void own(MPI_Datatype t) { owned_.push_back(t); }
 
  private:
-  static void freeOwned(MPI_Datatype* t) {
-    int done = 0;
-    PMPI_Finalized(&done);
-    if (done) return;
-    PMPI_Type_free(t);
-    forgetDatatypes();  // the handle may name another type later
-  }
-
-  MPI_Datatype owned_[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
+  std::vector<MPI_Datatype> owned_;  // (empty, no allocation, for all but large counts)
 };
 
 // The status MPI gives for a null or inactive request (built once with the MPI's own calls,

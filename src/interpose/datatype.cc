@@ -6,6 +6,5 @@
 
 CGDR_API int MPI_Type_free(MPI_Datatype* t) {
   CGDR_ENTER(PMPI_Type_free(t));
-  cgdr::base::forgetDatatypes();
-  return PMPI_Type_free(t);
+  return cgdr::base::freeDatatype(t);
 }

@@ -57,9 +57,7 @@ class Count {
     type_ = made_;
   }
   ~Count() {
-    if (made_ == MPI_DATATYPE_NULL) return;
-    PMPI_Type_free(&made_);
-    cgdr::base::forgetDatatypes();  // the handle may name another type later
+    if (made_ != MPI_DATATYPE_NULL) cgdr::base::freeDatatype(&made_);
   }
   Count(const Count&) = delete;
   Count& operator=(const Count&) = delete;
@@ -68,11 +66,14 @@ class Count {
   int rc() const { return rc_; }
   int n() const { return n_; }
   MPI_Datatype type() const { return type_; }
-  // After a call that returned `rc` and, on success, request `r`: cgdr's operation behind r takes
-  // the made type (freed with it); a request of the real MPI holds its own reference to it.
-  int keepWith(int rc, MPI_Request r) {
+  // After a call that returned `rc` and, on success, set `*r`: cgdr's operation behind the request
+  // takes the made type (freed with it); a request of the real MPI holds its own reference to it.
+  int keepWith(int rc, const MPI_Request* r) {
     if (rc != MPI_SUCCESS || made_ == MPI_DATATYPE_NULL) return rc;
-    if (cgdr::base::Op* op = engine::handles::find(r); op && op->own(made_)) made_ = MPI_DATATYPE_NULL;
+    if (cgdr::base::Op* op = engine::handles::find(*r)) {
+      op->own(made_);
+      made_ = MPI_DATATYPE_NULL;
+    }
     return rc;
   }
 
@@ -99,7 +100,7 @@ int isend(const void* buf, MPI_Count n, MPI_Datatype t, int dest, int tag, MPI_C
   Count k = sendCount(buf, n, t, tag, c, call);
   if (k.failed()) return k.rc();
   int rc = engine::isend({buf, k.n(), k.type(), dest, tag, c, m}, r);
-  return k.keepWith(rc, rc == MPI_SUCCESS ? *r : MPI_REQUEST_NULL);
+  return k.keepWith(rc, r);
 }
 
 int sendInit(const void* buf, MPI_Count n, MPI_Datatype t, int dest, int tag, MPI_Comm c, SendMode m,
@@ -107,7 +108,7 @@ int sendInit(const void* buf, MPI_Count n, MPI_Datatype t, int dest, int tag, MP
   Count k = sendCount(buf, n, t, tag, c, call);
   if (k.failed()) return k.rc();
   int rc = engine::sendInit({buf, k.n(), k.type(), dest, tag, c, m}, r);
-  return k.keepWith(rc, rc == MPI_SUCCESS ? *r : MPI_REQUEST_NULL);
+  return k.keepWith(rc, r);
 }
 
 // A receive's count, judged where above INT_MAX as MPI_Recv_c from MPI_PROC_NULL. The matched
@@ -198,7 +199,7 @@ CGDR_API int MPI_Irecv_c(void* buf, MPI_Count n, MPI_Datatype t, int src, int ta
   Count k = recvCount(buf, n, t, tag, c, "MPI_Irecv_c");
   if (k.failed()) return k.rc();
   int rc = engine::irecv({buf, k.n(), k.type(), src, tag, c}, r);
-  return k.keepWith(rc, rc == MPI_SUCCESS ? *r : MPI_REQUEST_NULL);
+  return k.keepWith(rc, r);
 }
 
 CGDR_API int MPI_Recv_init_c(void* buf, MPI_Count n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_Request* r) {
@@ -206,7 +207,7 @@ CGDR_API int MPI_Recv_init_c(void* buf, MPI_Count n, MPI_Datatype t, int src, in
   Count k = recvCount(buf, n, t, tag, c, "MPI_Recv_init_c");
   if (k.failed()) return k.rc();
   int rc = engine::recvInit({buf, k.n(), k.type(), src, tag, c}, r);
-  return k.keepWith(rc, rc == MPI_SUCCESS ? *r : MPI_REQUEST_NULL);
+  return k.keepWith(rc, r);
 }
 
 CGDR_API int MPI_Mrecv_c(void* buf, MPI_Count n, MPI_Datatype t, MPI_Message* m, MPI_Status* st) {
@@ -221,7 +222,7 @@ CGDR_API int MPI_Imrecv_c(void* buf, MPI_Count n, MPI_Datatype t, MPI_Message* m
   Count k = recvCount(buf, n, t, 0, MPI_COMM_SELF, "MPI_Imrecv_c");
   if (k.failed()) return k.rc();
   int rc = engine::imrecv({buf, k.n(), k.type(), MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD}, m, r);
-  return k.keepWith(rc, rc == MPI_SUCCESS ? *r : MPI_REQUEST_NULL);
+  return k.keepWith(rc, r);
 }
 
 CGDR_API int MPI_Sendrecv_c(const void* sbuf, MPI_Count sn, MPI_Datatype stype, int dest, int stag, void* rbuf,
@@ -260,8 +261,8 @@ CGDR_API int MPI_Isendrecv_c(const void* sbuf, MPI_Count sn, MPI_Datatype stype,
   Count kr(rn, rtype, c, "MPI_Isendrecv_c", check);
   if (kr.failed()) return kr.rc();
   int rc = engine::isendrecv({sbuf, ks.n(), ks.type(), dest, stag, c}, {rbuf, kr.n(), kr.type(), src, rtag, c}, r);
-  rc = ks.keepWith(rc, rc == MPI_SUCCESS ? *r : MPI_REQUEST_NULL);
-  return kr.keepWith(rc, rc == MPI_SUCCESS ? *r : MPI_REQUEST_NULL);
+  rc = ks.keepWith(rc, r);
+  return kr.keepWith(rc, r);
 }
 
 CGDR_API int MPI_Isendrecv_replace_c(void* buf, MPI_Count n, MPI_Datatype t, int dest, int stag, int src, int rtag,
@@ -272,7 +273,7 @@ CGDR_API int MPI_Isendrecv_replace_c(void* buf, MPI_Count n, MPI_Datatype t, int
   });
   if (k.failed()) return k.rc();
   int rc = engine::isendrecvReplace({buf, k.n(), k.type(), dest, stag, c}, {buf, k.n(), k.type(), src, rtag, c}, r);
-  return k.keepWith(rc, rc == MPI_SUCCESS ? *r : MPI_REQUEST_NULL);
+  return k.keepWith(rc, r);
 }
 
 #endif  // MPI_VERSION >= 4
