@@ -1,8 +1,9 @@
 // Errors: truncation reported as MPI_ERR_TRUNCATE with MPI_ERRORS_RETURN (and nothing written past
-// the buffer), cancelled receives, cancel of sends where the MPI allows it, and - with GPUs - a
+// the buffer; in MPI_Sendrecv(_replace) the other half still completes), cancelled receives, cancel of sends where the MPI allows it, and - with GPUs - a
 // freed or foreign device pointer, or a count running past the end of its GPU allocation, reported
 // as an MPI error naming the cause instead of a crash, while messages that end exactly at the
 // allocation's end (also one made of several cuMem allocations mapped back to back) arrive whole.
+#include <algorithm>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -46,6 +47,73 @@ void truncation(t::Kind sk, t::Kind rk, int msg) {
     T_MPI(MPI_Irecv(b.ptr(), room, MPI_BYTE, 0, 41, MPI_COMM_WORLD, &r));
     rc = MPI_Wait(&r, &st);
     T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "non-blocking truncation: error class %d", t::errorClass(rc));
+  }
+}
+
+// Nothing written past `keep` bytes of b: the rest must still hold the poison byte.
+void untouchedPast(const t::Buf& b, std::size_t keep, const char* what) {
+  auto v = b.get();
+  for (std::size_t i = keep; i < v.size(); ++i) {
+    if (v[i] == 0xA5) continue;
+    T_CHECK(false, "%s: a truncated receive wrote byte %zu past the buffer", what, i);
+    return;
+  }
+}
+
+// MPI_Sendrecv and MPI_Sendrecv_replace where rank 1's receive truncates: rank 1 gets
+// MPI_ERR_TRUNCATE and nothing past its buffer changes, while its send still arrives whole and
+// rank 0's call succeeds with the right status.
+void sendrecvTruncation(t::Kind sk, t::Kind rk, int msg) {
+  const std::size_t big = 1000, room = 500;
+  const int me = t::rank();
+  if (me > 1) return;
+  const int peer = 1 - me;
+  MPI_Comm w = MPI_COMM_WORLD;
+  MPI_Status st;
+  {
+    t::Buf out(sk, big), in(rk, big + 64);
+    out.fill(t::seedOf(me, msg));
+    in.poison();
+    const int cap = me == 1 ? room : big;
+    int rc = MPI_Sendrecv(out.ptr(), big, MPI_BYTE, peer, 50, in.ptr(), cap, MPI_BYTE, peer, 50, w, &st);
+    if (me == 1) {
+      T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "Sendrecv, receive truncated: error class %d", t::errorClass(rc));
+      untouchedPast(in, room, "Sendrecv");
+    } else {
+      T_CHECK(rc == MPI_SUCCESS, "Sendrecv against a peer whose receive truncates: error class %d",
+              t::errorClass(rc));
+      in.expect(t::seedOf(peer, msg), big, "Sendrecv against a peer whose receive truncates");
+      int n = -1;
+      MPI_Get_count(&st, MPI_BYTE, &n);
+      T_CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == 50 && n == static_cast<int>(big),
+              "Sendrecv against a truncating peer: status source %d tag %d count %d", st.MPI_SOURCE, st.MPI_TAG, n);
+    }
+  }
+  // MPI_Sendrecv_replace: rank 1 offers `room` bytes and is sent `big`; rank 0 gets rank 1's `room`.
+  const std::size_t mine = me == 1 ? room : big;
+  t::Buf b(sk, mine + 64);
+  b.fill(t::seedOf(me, msg + 1000));
+  auto v = b.get();
+  std::fill(v.begin() + static_cast<std::ptrdiff_t>(mine), v.end(), std::uint8_t{0xA5});
+  b.set(v);
+  int rc = MPI_Sendrecv_replace(b.ptr(), static_cast<int>(mine), MPI_BYTE, peer, 51, peer, 51, w, &st);
+  if (me == 1) {
+    T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "Sendrecv_replace, receive truncated: error class %d",
+            t::errorClass(rc));
+    untouchedPast(b, room, "Sendrecv_replace");
+  } else {
+    T_CHECK(rc == MPI_SUCCESS, "Sendrecv_replace against a truncating peer: error class %d", t::errorClass(rc));
+    auto got = b.get();
+    t::Buf want(t::Kind::H, room);
+    want.fill(t::seedOf(peer, msg + 1000));
+    auto w8 = want.get();
+    T_CHECK(std::equal(w8.begin(), w8.end(), got.begin()), "Sendrecv_replace against a truncating peer: the %zu bytes "
+            "received differ from the peer's", room);
+    int n = -1;
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    T_CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == 51 && n == static_cast<int>(room),
+            "Sendrecv_replace against a truncating peer: status source %d tag %d count %d", st.MPI_SOURCE, st.MPI_TAG,
+            n);
   }
 }
 
@@ -337,6 +405,7 @@ int main(int argc, char** argv) {
   int msg = 0;
   for (auto [sk, rk] : pairs) {
     truncation(sk, rk, ++msg);
+    sendrecvTruncation(sk, rk, ++msg);
     cancelRecv(rk);
     cancelSend(sk);
     MPI_Barrier(MPI_COMM_WORLD);
