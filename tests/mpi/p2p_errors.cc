@@ -1,8 +1,9 @@
 // Errors: truncation reported as MPI_ERR_TRUNCATE with MPI_ERRORS_RETURN (and nothing written past
-// the buffer; in MPI_Sendrecv(_replace) the other half still completes), cancelled receives, cancel of sends where the MPI allows it, and - with GPUs - a
-// freed or foreign device pointer, or a count running past the end of its GPU allocation, reported
-// as an MPI error naming the cause instead of a crash, while messages that end exactly at the
-// allocation's end (also one made of several cuMem allocations mapped back to back) arrive whole.
+// the buffer; in MPI_Sendrecv(_replace) the other half still completes), cancelled receives,
+// cancel of sends where the MPI allows it, and - with GPUs - a freed or foreign device pointer, or
+// a count running past the end of its GPU allocation, reported as an MPI error naming the cause
+// instead of a crash, while messages that end exactly at the allocation's end (also one made of
+// several cuMem allocations mapped back to back) arrive whole.
 #include <algorithm>
 #include <cstdlib>
 #include <cstdio>
@@ -24,6 +25,16 @@ static_assert(MPIX_CUDA_AWARE_SUPPORT == 1, "cgdr's mpi-ext.h must be the one in
 
 namespace {
 
+// Nothing written past `keep` bytes of b: the rest must still hold the poison byte.
+void untouchedPast(const t::Buf& b, std::size_t keep, const char* what) {
+  auto v = b.get();
+  for (std::size_t i = keep; i < v.size(); ++i) {
+    if (v[i] == 0xA5) continue;
+    T_CHECK(false, "%s: a truncated receive wrote byte %zu past the buffer", what, i);
+    return;
+  }
+}
+
 void truncation(t::Kind sk, t::Kind rk, int msg) {
   const std::size_t sent = 1000, room = 500;
   if (t::rank() == 0) {
@@ -36,27 +47,13 @@ void truncation(t::Kind sk, t::Kind rk, int msg) {
     MPI_Status st;
     int rc = MPI_Recv(b.ptr(), room, MPI_BYTE, 0, 40, MPI_COMM_WORLD, &st);
     T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "blocking truncation: error class %d", t::errorClass(rc));
-    auto v = b.get();
-    for (std::size_t i = room; i < v.size(); ++i) {
-      if (v[i] != 0xA5) {
-        T_CHECK(false, "truncated receive wrote byte %zu past the buffer", i);
-        break;
-      }
-    }
+    untouchedPast(b, room, "MPI_Recv");
+    b.poison();
     MPI_Request r;
     T_MPI(MPI_Irecv(b.ptr(), room, MPI_BYTE, 0, 41, MPI_COMM_WORLD, &r));
     rc = MPI_Wait(&r, &st);
     T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "non-blocking truncation: error class %d", t::errorClass(rc));
-  }
-}
-
-// Nothing written past `keep` bytes of b: the rest must still hold the poison byte.
-void untouchedPast(const t::Buf& b, std::size_t keep, const char* what) {
-  auto v = b.get();
-  for (std::size_t i = keep; i < v.size(); ++i) {
-    if (v[i] == 0xA5) continue;
-    T_CHECK(false, "%s: a truncated receive wrote byte %zu past the buffer", what, i);
-    return;
+    untouchedPast(b, room, "MPI_Irecv");
   }
 }
 
