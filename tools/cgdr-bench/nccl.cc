@@ -54,6 +54,7 @@ bool sym(void* h, const char* name, F* f, std::string* why) {
   return *f != nullptr;
 }
 
+#if CGDR_HAVE_CUDA
 // A failed NCCL or CUDA call ends the job, naming the step.
 void check(int rc, const char* what) {
   if (rc == 0) return;
@@ -62,7 +63,6 @@ void check(int rc, const char* what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-#if CGDR_HAVE_CUDA
 void cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   std::fprintf(stderr, "cgdr-bench --nccl: %s failed: %s\n", what, cudaGetErrorString(e));
