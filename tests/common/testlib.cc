@@ -103,6 +103,20 @@ std::vector<std::uint8_t> Buf::get() const {
   return v;
 }
 
+namespace {
+// Bytes [n, v.size()) of a buffer's copy still hold the poison byte.
+bool keptPoison(const std::vector<std::uint8_t>& v, std::size_t n, const char* what, std::uint8_t poisonByte) {
+  for (std::size_t i = n; i < v.size(); ++i) {
+    if (v[i] != poisonByte) {
+      fail(__FILE__, __LINE__, "%s: byte %zu past the %zu received was overwritten (0x%02x)", what,
+           i, n, v[i]);
+      return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
 bool Buf::expect(std::uint32_t seed, std::size_t n, const char* what, std::uint8_t poisonByte) const {
   auto v = get();
   for (std::size_t i = 0; i < n && i < n_; ++i) {
@@ -112,14 +126,11 @@ bool Buf::expect(std::uint32_t seed, std::size_t n, const char* what, std::uint8
       return false;
     }
   }
-  for (std::size_t i = n; i < n_; ++i) {
-    if (v[i] != poisonByte) {
-      fail(__FILE__, __LINE__, "%s: byte %zu past the %zu received was overwritten (0x%02x)", what,
-           i, n, v[i]);
-      return false;
-    }
-  }
-  return true;
+  return keptPoison(v, n, what, poisonByte);
+}
+
+bool Buf::untouchedPast(std::size_t n, const char* what, std::uint8_t poisonByte) const {
+  return keptPoison(get(), n, what, poisonByte);
 }
 
 std::string arg(int argc, char** argv, const char* name, const char* fallback) {

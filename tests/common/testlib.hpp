@@ -50,6 +50,8 @@ class Buf {
   std::vector<std::uint8_t> get() const;
   // Checks bytes [0, n) equal pattern(seed) and [n, size) still hold the poison byte.
   bool expect(std::uint32_t seed, std::size_t n, const char* what, std::uint8_t poison = 0xA5) const;
+  // Checks only that bytes [n, size) still hold the poison byte (e.g. past a truncated receive).
+  bool untouchedPast(std::size_t n, const char* what, std::uint8_t poison = 0xA5) const;
 
  private:
   Kind k_;

@@ -25,16 +25,6 @@ static_assert(MPIX_CUDA_AWARE_SUPPORT == 1, "cgdr's mpi-ext.h must be the one in
 
 namespace {
 
-// Nothing written past `keep` bytes of b: the rest must still hold the poison byte.
-void untouchedPast(const t::Buf& b, std::size_t keep, const char* what) {
-  auto v = b.get();
-  for (std::size_t i = keep; i < v.size(); ++i) {
-    if (v[i] == 0xA5) continue;
-    T_CHECK(false, "%s: a truncated receive wrote byte %zu past the buffer", what, i);
-    return;
-  }
-}
-
 void truncation(t::Kind sk, t::Kind rk, int msg) {
   const std::size_t sent = 1000, room = 500;
   if (t::rank() == 0) {
@@ -47,13 +37,13 @@ void truncation(t::Kind sk, t::Kind rk, int msg) {
     MPI_Status st;
     int rc = MPI_Recv(b.ptr(), room, MPI_BYTE, 0, 40, MPI_COMM_WORLD, &st);
     T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "blocking truncation: error class %d", t::errorClass(rc));
-    untouchedPast(b, room, "MPI_Recv");
+    b.untouchedPast(room, "truncated MPI_Recv");
     b.poison();
     MPI_Request r;
     T_MPI(MPI_Irecv(b.ptr(), room, MPI_BYTE, 0, 41, MPI_COMM_WORLD, &r));
     rc = MPI_Wait(&r, &st);
     T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "non-blocking truncation: error class %d", t::errorClass(rc));
-    untouchedPast(b, room, "MPI_Irecv");
+    b.untouchedPast(room, "truncated MPI_Irecv");
   }
 }
 
@@ -75,7 +65,7 @@ void sendrecvTruncation(t::Kind sk, t::Kind rk, int msg) {
     int rc = MPI_Sendrecv(out.ptr(), big, MPI_BYTE, peer, 50, in.ptr(), cap, MPI_BYTE, peer, 50, w, &st);
     if (me == 1) {
       T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "Sendrecv, receive truncated: error class %d", t::errorClass(rc));
-      untouchedPast(in, room, "Sendrecv");
+      in.untouchedPast(room, "truncated Sendrecv");
     } else {
       T_CHECK(rc == MPI_SUCCESS, "Sendrecv against a peer whose receive truncates: error class %d",
               t::errorClass(rc));
@@ -97,7 +87,7 @@ void sendrecvTruncation(t::Kind sk, t::Kind rk, int msg) {
   if (me == 1) {
     T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "Sendrecv_replace, receive truncated: error class %d",
             t::errorClass(rc));
-    untouchedPast(b, room, "Sendrecv_replace");
+    b.untouchedPast(room, "truncated Sendrecv_replace");
   } else {
     T_CHECK(rc == MPI_SUCCESS, "Sendrecv_replace against a truncating peer: error class %d", t::errorClass(rc));
     auto got = b.get();
