@@ -265,9 +265,10 @@ void pairErrors(int me, int peer, int* msg) {
       T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "%s, receive truncated: error class %d", call, t::errorClass(rc));
       // Past the 2 ints of room: the replaced buffer still holds ints 2-7 of what it sent, then -7.
       const int kept = replace ? 8 : 2;
-      T_CHECK(std::all_of(in.begin() + kept, in.end(), [](int x) { return x == -7; }) &&
-                  (!replace || std::equal(out.begin() + 2, out.end(), in.begin() + 2)),
-              "%s, receive truncated: written past the buffer", call);
+      T_CHECK(std::all_of(in.begin() + kept, in.end(), [](int x) { return x == -7; }),
+              "%s, receive truncated: written past int %d", call, kept);
+      T_CHECK(!replace || std::equal(out.begin() + 2, out.end(), in.begin() + 2),
+              "%s, receive truncated: ints 2-7 (outside the 2-int message) changed", call);
     } else {
       if (replace) std::copy(out.begin(), out.end(), in.begin());
       int rc = replace ? MPI_Sendrecv_replace(in.data(), 8, MPI_INT, peer, m, peer, m, w, &st)
