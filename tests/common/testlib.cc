@@ -81,9 +81,11 @@ void Buf::set(const std::vector<std::uint8_t>& bytes) {
 #endif
 }
 
-void Buf::fill(std::uint32_t seed) {
-  std::vector<std::uint8_t> v(n_);
-  for (std::size_t i = 0; i < n_; ++i) v[i] = pat(seed, i);
+void Buf::fill(std::uint32_t seed) { fill(seed, n_); }
+
+void Buf::fill(std::uint32_t seed, std::size_t n, std::uint8_t poison) {
+  std::vector<std::uint8_t> v(n_, poison);
+  for (std::size_t i = 0; i < std::min(n, n_); ++i) v[i] = pat(seed, i);
   set(v);
 }
 

@@ -45,6 +45,8 @@ class Buf {
   std::size_t size() const { return n_; }
   Kind kind() const { return k_; }
   void fill(std::uint32_t seed);              // whole buffer = pattern(seed)
+  // Bytes [0, n) = pattern(seed), [n, size) = the poison byte (what expect(seed, n, ...) checks).
+  void fill(std::uint32_t seed, std::size_t n, std::uint8_t poison = 0xA5);
   void set(const std::vector<std::uint8_t>& bytes);
   void poison(std::uint8_t v = 0xA5);
   std::vector<std::uint8_t> get() const;

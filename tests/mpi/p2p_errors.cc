@@ -79,10 +79,7 @@ void sendrecvTruncation(t::Kind sk, t::Kind rk, int msg) {
   // MPI_Sendrecv_replace: rank 1 offers `room` bytes and is sent `big`; rank 0 gets rank 1's `room`.
   const std::size_t mine = me == 1 ? room : big;
   t::Buf b(sk, mine + 64);
-  b.fill(t::seedOf(me, msg + 1000));
-  auto v = b.get();
-  std::fill(v.begin() + static_cast<std::ptrdiff_t>(mine), v.end(), std::uint8_t{0xA5});
-  b.set(v);
+  b.fill(t::seedOf(me, msg + 1000), mine);
   int rc = MPI_Sendrecv_replace(b.ptr(), static_cast<int>(mine), MPI_BYTE, peer, 51, peer, 51, w, &st);
   if (me == 1) {
     T_CHECK(t::errorClass(rc) == MPI_ERR_TRUNCATE, "Sendrecv_replace, receive truncated: error class %d",
