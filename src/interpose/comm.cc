@@ -1,6 +1,8 @@
 // Communicator creation and destruction: every new intracommunicator gets its peer table (and
 // context id) inside the creating call; freed ones are forgotten. MPI_Buffer_detach waits for the
-// engine's buffered sends.
+// engine's buffered sends. Not registered, so served by the real MPI alone on every member:
+// MPI_Comm_idup (its communicator exists only once the request completes, where no collective
+// may block), intercommunicators, and MPI-4's MPI_Comm_create_from_group.
 #include <mpi.h>
 
 #include "engine/comm_table.hpp"
@@ -61,6 +63,27 @@ CGDR_API int MPI_Cart_create(MPI_Comm c, int ndims, const int dims[], const int 
 CGDR_API int MPI_Cart_sub(MPI_Comm c, const int remain[], MPI_Comm* n) {
   CGDR_ENTER(PMPI_Cart_sub(c, remain, n));
   return created(PMPI_Cart_sub(c, remain, n), n);
+}
+
+CGDR_API int MPI_Graph_create(MPI_Comm c, int nnodes, const int index[], const int edges[], int reorder,
+                              MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Graph_create(c, nnodes, index, edges, reorder, n));
+  return created(PMPI_Graph_create(c, nnodes, index, edges, reorder, n), n);
+}
+
+CGDR_API int MPI_Dist_graph_create(MPI_Comm c, int nsrc, const int sources[], const int degrees[],
+                                   const int dests[], const int weights[], MPI_Info i, int reorder, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Dist_graph_create(c, nsrc, sources, degrees, dests, weights, i, reorder, n));
+  return created(PMPI_Dist_graph_create(c, nsrc, sources, degrees, dests, weights, i, reorder, n), n);
+}
+
+CGDR_API int MPI_Dist_graph_create_adjacent(MPI_Comm c, int indegree, const int sources[], const int sweights[],
+                                            int outdegree, const int dests[], const int dweights[], MPI_Info i,
+                                            int reorder, MPI_Comm* n) {
+  CGDR_ENTER(PMPI_Dist_graph_create_adjacent(c, indegree, sources, sweights, outdegree, dests, dweights, i, reorder,
+                                             n));
+  return created(
+      PMPI_Dist_graph_create_adjacent(c, indegree, sources, sweights, outdegree, dests, dweights, i, reorder, n), n);
 }
 
 CGDR_API int MPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm* n) {
