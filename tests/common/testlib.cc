@@ -362,6 +362,9 @@ void RefusedSends::check(const char* what) {
       MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
   }
+  // Until every rank's receives are gone, a peer past the first barrier could send its next
+  // message into one of them (a wildcard tag matches it).
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 }  // namespace t

@@ -100,7 +100,7 @@ int errorClass(int rc);
 bool refusedWith(int rc, const char* cause, std::string* text);
 // Receives from `peer` into host memory, one per tag, posted before sends that must be refused:
 // a send wrongly let through then fails check() instead of hanging the test. check() is
-// collective (a barrier, then every receive must still be pending; they are cancelled).
+// collective (a barrier, then every receive must still be pending; they are cancelled; a barrier).
 class RefusedSends {
  public:
   RefusedSends(int peer, const std::vector<int>& tags, std::size_t maxBytes);
