@@ -1,5 +1,6 @@
 #include "engine/msg_data.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -10,12 +11,53 @@
 namespace cgdr::engine {
 namespace {
 
-base::Status packInto(const void* buf, int count, MPI_Datatype type, std::vector<char>& out) {
-  int pos = 0;
-  if (out.size() > INT_MAX) return base::Status(base::Errc::kUnsupported, "non-contiguous message over 2 GiB");
-  if (PMPI_Pack(buf, count, type, out.data(), static_cast<int>(out.size()), &pos, MPI_COMM_SELF) != MPI_SUCCESS)
-    return base::Status(base::Errc::kArgument, "MPI_Pack of the send buffer failed");
+// MPI_Pack and MPI_Unpack take int sizes: `bytes` of packed data (count elements, the packed form
+// as large as the data) over INT_MAX go in batches of whole elements, each under
+// INT_MAX bytes, element k lying k extents from the buffer. step(first, n, packedOffset) handles
+// one batch. An element of more than INT_MAX bytes has no int form: refused.
+template <class Step>
+base::Status inBatches(int count, std::size_t bytes, Step&& step) {
+  if (count <= 0 || bytes == 0) return base::Status::ok();
+  if (bytes <= INT_MAX) return step(0, count, std::size_t{0});
+  const std::size_t element = bytes / static_cast<std::size_t>(count);
+  if (element > INT_MAX)
+    return base::Status(base::Errc::kUnsupported, "a non-contiguous datatype whose one element exceeds 2 GiB");
+  const int per = static_cast<int>(INT_MAX / element);
+  for (int first = 0; first < count;) {
+    const int n = std::min(per, count - first);
+    base::Status st = step(first, n, static_cast<std::size_t>(first) * element);
+    if (!st.isOk()) return st;
+    first += n;
+  }
   return base::Status::ok();
+}
+
+char* element(void* buf, MPI_Datatype type, int k) {
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  return static_cast<char*>(buf) + static_cast<MPI_Aint>(k) * extent;
+}
+
+base::Status packInto(const void* buf, int count, MPI_Datatype type, std::vector<char>& out) {
+  return inBatches(count, out.size(), [&](int first, int n, std::size_t off) {
+    int pos = 0;
+    const int room = static_cast<int>(std::min<std::size_t>(out.size() - off, INT_MAX));
+    if (PMPI_Pack(element(const_cast<void*>(buf), type, first), n, type, out.data() + off, room, &pos,
+                  MPI_COMM_SELF) != MPI_SUCCESS)
+      return base::Status(base::Errc::kArgument, "MPI_Pack of the send buffer failed");
+    return base::Status::ok();
+  });
+}
+
+// Unpacks `bytes` (whole elements) from `in` into count elements at `buf`.
+base::Status unpackFrom(const char* in, std::size_t bytes, void* buf, int count, MPI_Datatype type) {
+  return inBatches(count, bytes, [&](int first, int n, std::size_t off) {
+    int pos = 0;
+    const int have = static_cast<int>(std::min<std::size_t>(bytes - off, INT_MAX));
+    if (PMPI_Unpack(in + off, have, &pos, element(buf, type, first), n, type, MPI_COMM_SELF) != MPI_SUCCESS)
+      return base::Status(base::Errc::kArgument, "MPI_Unpack into the receive buffer failed");
+    return base::Status::ok();
+  });
 }
 
 base::Result<mem::MemInfo> where(const void* p, std::size_t n) {
@@ -132,13 +174,9 @@ char* RecvTarget::landing() {
 
 base::Status RecvTarget::finish(std::size_t received, bool onHost) {
   if (!onHost || received == 0 || land_ == start_) return base::Status::ok();
-  if (!mem_.onGpu()) {
-    int pos = 0;
-    int elements = static_cast<int>(received / typeSize_);
-    if (PMPI_Unpack(land_, static_cast<int>(received), &pos, buf_, elements, type_, MPI_COMM_SELF) != MPI_SUCCESS)
-      return base::Status(base::Errc::kArgument, "MPI_Unpack into the receive buffer failed");
-    return base::Status::ok();
-  }
+  const int elements = static_cast<int>(received / typeSize_);
+  const std::size_t whole = static_cast<std::size_t>(elements) * typeSize_;
+  if (!mem_.onGpu()) return unpackFrom(land_, whole, buf_, elements, type_);
   if (contiguous_) return mem::copySync(start_, land_, received, mem_.device, mem::CopyDir::kToDevice);
   // Holes keep the GPU's bytes: mirror the span, unpack into the mirror, copy it back.
   auto mirror = channel::net::StagedSpan::make(buf_, span_, mem_.device);
@@ -146,9 +184,8 @@ base::Status RecvTarget::finish(std::size_t received, bool onHost) {
   auto& mr = mirror.value();
   base::Status st = mem::copySync(mr.hostStart(), mr.gpuStart(), span_.bytes, mem_.device, mem::CopyDir::kToHost);
   if (!st.isOk()) return st;
-  int pos = 0;
-  int elements = static_cast<int>(received / typeSize_);
-  PMPI_Unpack(land_, static_cast<int>(received), &pos, mr.mpiBuf(), elements, type_, MPI_COMM_SELF);
+  st = unpackFrom(land_, whole, mr.mpiBuf(), elements, type_);
+  if (!st.isOk()) return st;
   return mem::copySync(mr.gpuStart(), mr.hostStart(), span_.bytes, mem_.device, mem::CopyDir::kToDevice);
 }
 
