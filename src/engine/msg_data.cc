@@ -11,6 +11,13 @@
 namespace cgdr::engine {
 namespace {
 
+constexpr const char* kHugeElement = "a datatype with holes whose one element holds more than 2 GiB";
+
+// Whether count elements of a span can be packed (prepare() refuses the rest before any copy).
+bool packable(const base::Span& s, int count) {
+  return s.contiguous || s.dataBytes <= INT_MAX || s.dataBytes / static_cast<std::size_t>(count) <= INT_MAX;
+}
+
 // MPI_Pack and MPI_Unpack take int sizes: `bytes` of packed data (count elements, the packed form
 // as large as the data) over INT_MAX go in batches of whole elements, each under
 // INT_MAX bytes, element k lying k extents from the buffer. step(first, n, packedOffset) handles
@@ -20,8 +27,7 @@ base::Status inBatches(int count, std::size_t bytes, Step&& step) {
   if (count <= 0 || bytes == 0) return base::Status::ok();
   if (bytes <= INT_MAX) return step(0, count, std::size_t{0});
   const std::size_t element = bytes / static_cast<std::size_t>(count);
-  if (element > INT_MAX)
-    return base::Status(base::Errc::kUnsupported, "a non-contiguous datatype whose one element exceeds 2 GiB");
+  if (element > INT_MAX) return base::Status(base::Errc::kUnsupported, kHugeElement);
   const int per = static_cast<int>(INT_MAX / element);
   for (int first = 0; first < count;) {
     const int n = std::min(per, count - first);
@@ -77,6 +83,7 @@ base::Result<SendData> SendData::prepare(const void* buf, int count, MPI_Datatyp
   d.span_ = base::spanOf(count, type);
   d.size_ = d.span_.dataBytes;
   if (d.size_ == 0) return d;
+  if (!packable(d.span_, count)) return base::Status(base::Errc::kUnsupported, kHugeElement);
   if (seen) {
     d.mem_ = *seen;
   } else {
@@ -142,6 +149,7 @@ base::Result<RecvTarget> RecvTarget::prepare(void* buf, int count, MPI_Datatype 
   t.cap_ = t.span_.dataBytes;
   t.typeSize_ = t.cap_ > 0 ? t.cap_ / static_cast<std::size_t>(count) : 1;
   if (t.cap_ == 0) return t;
+  if (!packable(t.span_, count)) return base::Status(base::Errc::kUnsupported, kHugeElement);
   t.contiguous_ = t.span_.contiguous;
   t.start_ = static_cast<char*>(const_cast<void*>(base::spanStart(buf, t.span_)));
   if (seen) {
