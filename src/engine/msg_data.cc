@@ -39,6 +39,7 @@ base::Status inBatches(int count, std::size_t bytes, Step&& step) {
 }
 
 char* element(void* buf, MPI_Datatype type, int k) {
+  if (k == 0) return static_cast<char*>(buf);  // (one batch: every message under 2 GiB)
   MPI_Aint lb = 0, extent = 0;
   PMPI_Type_get_extent(type, &lb, &extent);
   return static_cast<char*>(buf) + static_cast<MPI_Aint>(k) * extent;
