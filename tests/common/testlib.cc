@@ -336,6 +336,13 @@ int errorClass(int rc) {
   return cls;
 }
 
+void checkStatus(const MPI_Status& st, int src, int tag, std::size_t n, const char* what) {
+  int count = -1;
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  T_CHECK(st.MPI_SOURCE == src && st.MPI_TAG == tag && count == static_cast<int>(n),
+          "%s: status source %d tag %d count %d, expected %d %d %zu", what, st.MPI_SOURCE, st.MPI_TAG, count, src, tag, n);
+}
+
 bool refusedWith(int rc, const char* cause, std::string* text) {
   char s[MPI_MAX_ERROR_STRING];
   int len = 0;

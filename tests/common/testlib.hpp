@@ -95,6 +95,8 @@ bool gpuAvailable();
 // The error class of an MPI return code (MPI_SUCCESS for MPI_SUCCESS, -1 where the MPI knows no
 // class for it).
 int errorClass(int rc);
+// Checks a receive's status: source, tag and a count of n bytes.
+void checkStatus(const MPI_Status& st, int src, int tag, std::size_t n, const char* what);
 // Whether an MPI call's return code is MPI_ERR_BUFFER with `cause` in its error string (which
 // *text receives, for the failure message).
 bool refusedWith(int rc, const char* cause, std::string* text);

@@ -20,13 +20,6 @@ namespace {
 
 int gMsg = 0;
 
-void checkStatus(const MPI_Status& st, int src, int tag, std::size_t n, const char* what) {
-  int count = -1;
-  MPI_Get_count(&st, MPI_BYTE, &count);
-  T_CHECK(st.MPI_SOURCE == src && st.MPI_TAG == tag && count == static_cast<int>(n),
-          "%s: status source %d tag %d count %d, expected %d %d %zu", what, st.MPI_SOURCE, st.MPI_TAG, count, src, tag, n);
-}
-
 // A window of messages one way, the sizes in turn, each receive with its own message and status:
 // receivesFirst, every receive posted before any send (two rounds, two tags in turn: advertised
 // to the sender); else every send posted before any receive (three rounds, three tags: matched
@@ -62,7 +55,7 @@ void window(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int m
       char what[96];
       std::snprintf(what, sizeof what, "%s %s->%s message %d n=%zu", receivesFirst ? "window" : "late window",
                     t::name(sk), t::name(rk), i, bufs[i]->size());
-      checkStatus(st[i], 0, tag0 + i % tags, bufs[i]->size(), what);
+      t::checkStatus(st[i], 0, tag0 + i % tags, bufs[i]->size(), what);
       bufs[i]->expect(t::seedOf(0, base + i), bufs[i]->size(), what);
     }
   }
@@ -105,7 +98,7 @@ void bothWays(t::Kind sk, t::Kind rk, const std::vector<std::size_t>& sizes, int
     char what[96];
     std::snprintf(what, sizeof what, "both ways %s->%s, from rank %d, message %d n=%zu", t::name(sk), t::name(rk),
                   peer, i, in[i]->size());
-    checkStatus(st[w + i], peer, 700 + i, in[i]->size(), what);
+    t::checkStatus(st[w + i], peer, 700 + i, in[i]->size(), what);
     in[i]->expect(t::seedOf(peer, base + peer * w + i), in[i]->size(), what);
   }
 }
@@ -137,7 +130,7 @@ void postingOrder(t::Kind sk, t::Kind rk, std::size_t n, int me) {
     for (int i = 0; i < 3; ++i) {
       char what[96];
       std::snprintf(what, sizeof what, "posting order %s->%s receive %d n=%zu", t::name(sk), t::name(rk), i, n);
-      checkStatus(st[i], 0, tag, n, what);
+      t::checkStatus(st[i], 0, tag, n, what);
       bufs[i]->expect(t::seedOf(0, base + i), n, what);
     }
 }
@@ -169,10 +162,10 @@ void hostFirst(t::Kind sk, t::Kind rk, std::size_t n, int me) {
   if (me == 1) {
     char what[96];
     std::snprintf(what, sizeof what, "host message first, into %s n=%zu", t::name(rk), n);
-    checkStatus(st[0], 0, tag, n, what);
+    t::checkStatus(st[0], 0, tag, n, what);
     first.expect(t::seedOf(0, base), n, what);
     std::snprintf(what, sizeof what, "%s message second, into host n=%zu", t::name(sk), n);
-    checkStatus(st[1], 0, tag, n, what);
+    t::checkStatus(st[1], 0, tag, n, what);
     second.expect(t::seedOf(0, base + 1), n, what);
   }
 }
@@ -247,7 +240,7 @@ void cancels(t::Kind sk, t::Kind rk, std::size_t n, int me) {
     char what[96];
     std::snprintf(what, sizeof what, "cancel after the match %s->%s n=%zu", t::name(sk), t::name(rk), n);
     T_CHECK(!cancelled, "%s: cancelled a receive whose message was delivered", what);
-    checkStatus(st, 0, tag, n, what);
+    t::checkStatus(st, 0, tag, n, what);
     b.expect(t::seedOf(0, base + 1), n, what);
     a.expect(0, 0, "the cancelled receive's buffer");
   } else {
@@ -272,11 +265,11 @@ void probeAfter(t::Kind sk, t::Kind rk, std::size_t n, int me) {
     T_MPI(MPI_Wait(&r, &st));
     char what[96];
     std::snprintf(what, sizeof what, "before a probe %s->%s n=%zu", t::name(sk), t::name(rk), n);
-    checkStatus(st, 0, tag, n, what);
+    t::checkStatus(st, 0, tag, n, what);
     a.expect(t::seedOf(0, base), n, what);
     T_MPI(MPI_Probe(0, tag, MPI_COMM_WORLD, &st));
     std::snprintf(what, sizeof what, "probed %s->%s n=%zu", t::name(sk), t::name(rk), n + 5);
-    checkStatus(st, 0, tag, n + 5, what);
+    t::checkStatus(st, 0, tag, n + 5, what);
     T_MPI(MPI_Recv(b.ptr(), static_cast<int>(n + 5), MPI_BYTE, 0, tag, MPI_COMM_WORLD, &st));
     b.expect(t::seedOf(0, base + 1), n + 5, what);
   } else {
@@ -313,7 +306,7 @@ void lateReceives(t::Kind sk, t::Kind rk, std::size_t n, int me) {
       }
       MPI_Status st;
       T_MPI(MPI_Wait(&r, &st));
-      checkStatus(st, 0, tag, n, what);
+      t::checkStatus(st, 0, tag, n, what);
       b.expect(t::seedOf(0, base + i), n, what);
     } else {
       b.fill(t::seedOf(0, base + i));

@@ -133,14 +133,6 @@ std::vector<Comm> makeComms() {
   return v;
 }
 
-void checkStatus(const MPI_Status& st, int source, int tag, std::size_t n, const std::string& what) {
-  int count = -1;
-  MPI_Get_count(&st, MPI_BYTE, &count);
-  T_CHECK(st.MPI_SOURCE == source && st.MPI_TAG == tag && count == static_cast<int>(n),
-          "%s: status source %d tag %d count %d, expected %d, %d, %zu", what.c_str(), st.MPI_SOURCE, st.MPI_TAG,
-          count, source, tag, n);
-}
-
 void ring(const Comm& c, int i, t::Kind sk, t::Kind rk) {
   const Ring g = ringOf(c.c);
   const std::size_t sizes[] = {0, 1, ownSize(i), kLarge};
@@ -156,7 +148,7 @@ void ring(const Comm& c, int i, t::Kind sk, t::Kind rk) {
     T_MPI(MPI_Irecv(in.ptr(), static_cast<int>(n), MPI_BYTE, src, tag, c.c, &r));
     T_MPI(MPI_Send(out.ptr(), static_cast<int>(n), MPI_BYTE, g.right, tag, c.c));
     T_MPI(MPI_Wait(&r, &st));
-    checkStatus(st, g.left, tag, n, what);
+    t::checkStatus(st, g.left, tag, n, what.c_str());
     in.expect(t::seedOf(g.leftWorld, i, k), n, what.c_str());
   }
 }
@@ -176,12 +168,12 @@ void isolation(const std::vector<Comm>& cs, t::Kind sk, t::Kind rk) {
     const std::string what = cs[i].name + " isolation";
     MPI_Status st;
     T_MPI(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, cs[i].c, &st));
-    checkStatus(st, g.left, tag, ownSize(i), what + " (probe)");
+    t::checkStatus(st, g.left, tag, ownSize(i), (what + " (probe)").c_str());
     const std::size_t room = ownSize(cs.size());  // room for any communicator's message
     t::Buf in(rk, room);
     in.poison();
     T_MPI(MPI_Recv(in.ptr(), static_cast<int>(room), MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, cs[i].c, &st));
-    checkStatus(st, g.left, tag, ownSize(i), what);
+    t::checkStatus(st, g.left, tag, ownSize(i), what.c_str());
     in.expect(t::seedOf(g.leftWorld, static_cast<int>(i), msg), ownSize(i), what.c_str());
   }
   T_MPI(MPI_Waitall(static_cast<int>(rs.size()), rs.data(), MPI_STATUSES_IGNORE));
@@ -218,7 +210,7 @@ void reuse(t::Kind sk, t::Kind rk, int rounds) {
     T_MPI(MPI_Irecv(in.ptr(), static_cast<int>(bytes + 8), MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, d, &r));
     T_MPI(MPI_Send(out.ptr(), static_cast<int>(bytes), MPI_BYTE, g.right, tag, d));
     T_MPI(MPI_Wait(&r, &st));
-    checkStatus(st, g.left, tag, bytes, what);
+    t::checkStatus(st, g.left, tag, bytes, what.c_str());
     in.expect(t::seedOf(g.leftWorld, msg + 1 + round), bytes, what.c_str());
     T_MPI(MPI_Comm_free(&d));
     T_CHECK(d == MPI_COMM_NULL, "%s: MPI_Comm_free left the handle set", what.c_str());
@@ -228,7 +220,7 @@ void reuse(t::Kind sk, t::Kind rk, int rounds) {
   in.poison();
   MPI_Status st;
   T_MPI(MPI_Recv(in.ptr(), static_cast<int>(bytes + 8), MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, keep, &st));
-  checkStatus(st, kg.left, tag, bytes, "the long-lived duplicate's message");
+  t::checkStatus(st, kg.left, tag, bytes, "the long-lived duplicate's message");
   in.expect(t::seedOf(kg.leftWorld, msg), bytes, "the long-lived duplicate's message");
   T_MPI(MPI_Wait(&hr, MPI_STATUS_IGNORE));
   T_MPI(MPI_Comm_free(&keep));
