@@ -29,6 +29,19 @@ base::Span packedRegion(MPI_Aint size, MPI_Aint position, MPI_Aint bytes) {
   return s;
 }
 
+// The slots of a neighbourhood collective, its spans computed from the degrees in nb: nothing
+// without a topology (the real MPI refuses the call). Where an in-neighbour is MPI_PROC_NULL the
+// MPI leaves its receive block alone, so the staged mirror must start as a copy of the buffer.
+Slots neighborSlots(Staging& st, const Neighbors& nb, const void* sb, const base::Span& send, void* rb,
+                    base::Span recv) {
+  Slots s;
+  if (!nb.topology) return s;
+  if (nb.inNull) recv.contiguous = false;
+  s.send = st.add(sb, send, Role::kIn);
+  s.recv = st.add(rb, recv, Role::kOut);
+  return s;
+}
+
 }  // namespace
 
 Slots planBcast(Staging& st, void* buf, int count, MPI_Datatype t, int root, MPI_Comm c) {
@@ -124,6 +137,40 @@ Slots planAlltoallw(Staging& st, const void* sb, const int scs[], const int sds[
   if (sb != MPI_IN_PLACE) s.send = st.add(sb, spanW(p, scs, sds, sts), Role::kIn);
   s.recv = st.add(rb, spanW(p, rcs, rds, rts), outRole(sb));
   return s;
+}
+
+Slots planNeighborAllgather(Staging& st, const void* sb, int sc, MPI_Datatype stype, void* rb, int rc,
+                            MPI_Datatype rt, MPI_Comm c) {
+  Neighbors nb = neighborsOf(c);
+  // One send block for every out-neighbour: not read at all where there is none.
+  return neighborSlots(st, nb, sb, nb.out > 0 ? base::spanOf(sc, stype) : base::Span{}, rb,
+                       spanBlocks(nb.in, rc, rt));
+}
+
+Slots planNeighborAllgatherv(Staging& st, const void* sb, int sc, MPI_Datatype stype, void* rb, const int rcs[],
+                             const int displs[], MPI_Datatype rt, MPI_Comm c) {
+  Neighbors nb = neighborsOf(c);
+  return neighborSlots(st, nb, sb, nb.out > 0 ? base::spanOf(sc, stype) : base::Span{}, rb,
+                       spanV(nb.in, rcs, displs, rt));
+}
+
+Slots planNeighborAlltoall(Staging& st, const void* sb, int sc, MPI_Datatype stype, void* rb, int rc,
+                           MPI_Datatype rt, MPI_Comm c) {
+  Neighbors nb = neighborsOf(c);
+  return neighborSlots(st, nb, sb, spanBlocks(nb.out, sc, stype), rb, spanBlocks(nb.in, rc, rt));
+}
+
+Slots planNeighborAlltoallv(Staging& st, const void* sb, const int scs[], const int sds[], MPI_Datatype stype,
+                            void* rb, const int rcs[], const int rds[], MPI_Datatype rt, MPI_Comm c) {
+  Neighbors nb = neighborsOf(c);
+  return neighborSlots(st, nb, sb, spanV(nb.out, scs, sds, stype), rb, spanV(nb.in, rcs, rds, rt));
+}
+
+Slots planNeighborAlltoallw(Staging& st, const void* sb, const int scs[], const MPI_Aint sds[],
+                            const MPI_Datatype sts[], void* rb, const int rcs[], const MPI_Aint rds[],
+                            const MPI_Datatype rts[], MPI_Comm c) {
+  Neighbors nb = neighborsOf(c);
+  return neighborSlots(st, nb, sb, spanW(nb.out, scs, sds, sts), rb, spanW(nb.in, rcs, rds, rts));
 }
 
 Slots planReduce(Staging& st, const void* sb, void* rb, int count, MPI_Datatype t, int root, MPI_Comm c) {

@@ -41,6 +41,20 @@ Slots planAlltoallv(Staging& st, const void* s, const int scs[], const int sds[]
                     const int rcs[], const int rds[], MPI_Datatype rt, MPI_Comm c);
 Slots planAlltoallw(Staging& st, const void* s, const int scs[], const int sds[], const MPI_Datatype sts[],
                     void* r, const int rcs[], const int rds[], const MPI_Datatype rts[], MPI_Comm c);
+// Neighbourhood collectives: blocks per in- and out-neighbour of the communicator's topology
+// (none staged without one: the real MPI refuses the call). A receive block of an MPI_PROC_NULL
+// neighbour keeps its bytes.
+Slots planNeighborAllgather(Staging& st, const void* s, int sc, MPI_Datatype st_, void* r, int rc,
+                            MPI_Datatype rt, MPI_Comm c);
+Slots planNeighborAllgatherv(Staging& st, const void* s, int sc, MPI_Datatype st_, void* r, const int rcs[],
+                             const int displs[], MPI_Datatype rt, MPI_Comm c);
+Slots planNeighborAlltoall(Staging& st, const void* s, int sc, MPI_Datatype st_, void* r, int rc,
+                           MPI_Datatype rt, MPI_Comm c);
+Slots planNeighborAlltoallv(Staging& st, const void* s, const int scs[], const int sds[], MPI_Datatype st_,
+                            void* r, const int rcs[], const int rds[], MPI_Datatype rt, MPI_Comm c);
+Slots planNeighborAlltoallw(Staging& st, const void* s, const int scs[], const MPI_Aint sds[],
+                            const MPI_Datatype sts[], void* r, const int rcs[], const MPI_Aint rds[],
+                            const MPI_Datatype rts[], MPI_Comm c);
 Slots planReduce(Staging& st, const void* s, void* r, int count, MPI_Datatype t, int root, MPI_Comm c);
 Slots planAllreduce(Staging& st, const void* s, void* r, int count, MPI_Datatype t, MPI_Comm c);
 Slots planReduceScatter(Staging& st, const void* s, void* r, const int rcs[], MPI_Datatype t, MPI_Comm c);

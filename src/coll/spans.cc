@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 namespace cgdr::coll {
 namespace {
@@ -38,10 +39,19 @@ base::Span spanV(int n, const int counts[], const int displs[], MPI_Datatype typ
   return h.span();
 }
 
-base::Span spanW(int n, const int counts[], const int displs[], const MPI_Datatype types[]) {
+template <class Displ>
+base::Span spanWOf(int n, const int counts[], const Displ displs[], const MPI_Datatype types[]) {
   Hull h;
-  for (int i = 0; i < n; ++i) h.add(displs[i], base::spanOf(counts[i], types[i]));
+  for (int i = 0; i < n; ++i) h.add(static_cast<MPI_Aint>(displs[i]), base::spanOf(counts[i], types[i]));
   return h.span();
+}
+
+base::Span spanW(int n, const int counts[], const int displs[], const MPI_Datatype types[]) {
+  return spanWOf(n, counts, displs, types);
+}
+
+base::Span spanW(int n, const int counts[], const MPI_Aint displs[], const MPI_Datatype types[]) {
+  return spanWOf(n, counts, displs, types);
 }
 
 base::Span spanBlocks(int n, int count, MPI_Datatype type) {
@@ -73,6 +83,39 @@ int peerCount(MPI_Comm comm) {
   if (inter) PMPI_Comm_remote_size(comm, &n);
   else PMPI_Comm_size(comm, &n);
   return n;
+}
+
+Neighbors neighborsOf(MPI_Comm comm) {
+  Neighbors nb;
+  int kind = MPI_UNDEFINED;
+  if (PMPI_Topo_test(comm, &kind) != MPI_SUCCESS) return nb;
+  if (kind == MPI_CART) {
+    int dims = 0;
+    PMPI_Cartdim_get(comm, &dims);
+    nb.topology = true;
+    nb.in = nb.out = 2 * dims;
+    for (int d = 0; d < dims; ++d) {
+      int source = MPI_PROC_NULL, dest = MPI_PROC_NULL;
+      PMPI_Cart_shift(comm, d, 1, &source, &dest);
+      nb.inNull = nb.inNull || source == MPI_PROC_NULL || dest == MPI_PROC_NULL;
+    }
+  } else if (kind == MPI_GRAPH) {
+    int me = 0;
+    PMPI_Comm_rank(comm, &me);
+    PMPI_Graph_neighbors_count(comm, me, &nb.in);
+    nb.topology = true;
+    nb.out = nb.in;
+  } else if (kind == MPI_DIST_GRAPH) {
+    int weighted = 0;
+    PMPI_Dist_graph_neighbors_count(comm, &nb.in, &nb.out, &weighted);
+    nb.topology = true;
+    // One element at least: no null arrays for a degree of 0.
+    std::vector<int> sources(static_cast<std::size_t>(std::max(nb.in, 1))), sw(sources.size());
+    std::vector<int> dests(static_cast<std::size_t>(std::max(nb.out, 1))), dw(dests.size());
+    PMPI_Dist_graph_neighbors(comm, nb.in, sources.data(), sw.data(), nb.out, dests.data(), dw.data());
+    nb.inNull = std::find(sources.begin(), sources.begin() + nb.in, MPI_PROC_NULL) != sources.begin() + nb.in;
+  }
+  return nb;
 }
 
 }  // namespace cgdr::coll

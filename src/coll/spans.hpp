@@ -10,6 +10,8 @@ namespace cgdr::coll {
 base::Span spanV(int n, const int counts[], const int displs[], MPI_Datatype type);
 // Span of counts[i] elements of types[i] placed at displs[i] bytes, i < n (the w-variants).
 base::Span spanW(int n, const int counts[], const int displs[], const MPI_Datatype types[]);
+// The same with MPI_Aint byte displacements (MPI_Neighbor_alltoallw).
+base::Span spanW(int n, const int counts[], const MPI_Aint displs[], const MPI_Datatype types[]);
 // Span of n * count elements: one block per rank, contiguous blocks as MPI lays them out.
 base::Span spanBlocks(int n, int count, MPI_Datatype type);
 // Sum of counts[0..n).
@@ -24,5 +26,16 @@ enum class RootRole {
 RootRole rootRole(MPI_Comm comm, int root);
 // Processes whose blocks a buffer holds: the remote group size on an intercommunicator.
 int peerCount(MPI_Comm comm);
+
+// What the buffers of a neighbourhood collective hold on this rank, from the communicator's
+// topology: one block per in-neighbour in the receive buffer, one per out-neighbour in the send
+// buffer (a Cartesian topology has two of each per dimension, MPI_PROC_NULL ones included).
+struct Neighbors {
+  bool topology = false;  // false: no topology (the real MPI refuses the call)
+  int in = 0;
+  int out = 0;
+  bool inNull = false;  // some in-neighbour is MPI_PROC_NULL: its receive block is not written
+};
+Neighbors neighborsOf(MPI_Comm comm);
 
 }  // namespace cgdr::coll

@@ -24,6 +24,8 @@ class Staging {
   // (outputs with holes too, so the holes keep their bytes). Call again to refresh the inputs
   // of a persistent operation; staging is kept.
   base::Status stageIn();
+  // The bytes a slot covers (its plan's span).
+  const base::Span& span(int slot) const { return bufs_[slot].span; }
   // True if some buffer is GPU memory (only meaningful after stageIn).
   bool any() const { return anyGpu_; }
   // The pointer to give the real MPI for a slot: the user's, or its staged mirror.

@@ -155,4 +155,46 @@ CGDR_API int CGDR_PCOLL(Exscan)(const void* s, void* r, int n, MPI_Datatype t, M
   return initColl(c, std::move(st), q, [&](MPI_Request* x) { return CGDR_PPCOLL(Exscan)(sendPtr(g, sl, s), recvPtr(g, sl, r), n, t, op, c, info, x); });
 }
 
+// Neighbourhood collectives: blocks per neighbour of the communicator's topology.
+
+CGDR_API int CGDR_PCOLL(Neighbor_allgather)(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
+  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_allgather)(s, sc, stp, r, rc, rt, c, info, q));
+  auto st = std::make_unique<coll::Staging>();
+  coll::Staging& g = *st;
+  auto sl = coll::planNeighborAllgather(g, s, sc, stp, r, rc, rt, c);
+  return initColl(c, std::move(st), q, [&](MPI_Request* x) { return CGDR_PPCOLL(Neighbor_allgather)(sendPtr(g, sl, s), sc, stp, recvPtr(g, sl, r), rc, rt, c, info, x); });
+}
+
+CGDR_API int CGDR_PCOLL(Neighbor_allgatherv)(const void* s, int sc, MPI_Datatype stp, void* r, const int rcs[], const int ds[], MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
+  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_allgatherv)(s, sc, stp, r, rcs, ds, rt, c, info, q));
+  auto st = std::make_unique<coll::Staging>();
+  coll::Staging& g = *st;
+  auto sl = coll::planNeighborAllgatherv(g, s, sc, stp, r, rcs, ds, rt, c);
+  return initColl(c, std::move(st), q, [&](MPI_Request* x) { return CGDR_PPCOLL(Neighbor_allgatherv)(sendPtr(g, sl, s), sc, stp, recvPtr(g, sl, r), rcs, ds, rt, c, info, x); });
+}
+
+CGDR_API int CGDR_PCOLL(Neighbor_alltoall)(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
+  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_alltoall)(s, sc, stp, r, rc, rt, c, info, q));
+  auto st = std::make_unique<coll::Staging>();
+  coll::Staging& g = *st;
+  auto sl = coll::planNeighborAlltoall(g, s, sc, stp, r, rc, rt, c);
+  return initColl(c, std::move(st), q, [&](MPI_Request* x) { return CGDR_PPCOLL(Neighbor_alltoall)(sendPtr(g, sl, s), sc, stp, recvPtr(g, sl, r), rc, rt, c, info, x); });
+}
+
+CGDR_API int CGDR_PCOLL(Neighbor_alltoallv)(const void* s, const int scs[], const int sds[], MPI_Datatype stp, void* r, const int rcs[], const int rds[], MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
+  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_alltoallv)(s, scs, sds, stp, r, rcs, rds, rt, c, info, q));
+  auto st = std::make_unique<coll::Staging>();
+  coll::Staging& g = *st;
+  auto sl = coll::planNeighborAlltoallv(g, s, scs, sds, stp, r, rcs, rds, rt, c);
+  return initColl(c, std::move(st), q, [&](MPI_Request* x) { return CGDR_PPCOLL(Neighbor_alltoallv)(sendPtr(g, sl, s), scs, sds, stp, recvPtr(g, sl, r), rcs, rds, rt, c, info, x); });
+}
+
+CGDR_API int CGDR_PCOLL(Neighbor_alltoallw)(const void* s, const int scs[], const MPI_Aint sds[], const MPI_Datatype sts[], void* r, const int rcs[], const MPI_Aint rds[], const MPI_Datatype rts[], MPI_Comm c, MPI_Info info, MPI_Request* q) {
+  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_alltoallw)(s, scs, sds, sts, r, rcs, rds, rts, c, info, q));
+  auto st = std::make_unique<coll::Staging>();
+  coll::Staging& g = *st;
+  auto sl = coll::planNeighborAlltoallw(g, s, scs, sds, sts, r, rcs, rds, rts, c);
+  return initColl(c, std::move(st), q, [&](MPI_Request* x) { return CGDR_PPCOLL(Neighbor_alltoallw)(sendPtr(g, sl, s), scs, sds, sts, recvPtr(g, sl, r), rcs, rds, rts, c, info, x); });
+}
+
 #endif  // CGDR_HAVE_PCOLL
