@@ -73,11 +73,12 @@ void compare(const t::Buf& b, const std::vector<std::uint8_t>& want, const char*
   }
 }
 
-// --big: messages of more than 2 GiB of data in a datatype with holes (host buffers): K elements
-// of B bytes, each followed by a hole of H bytes, received from a contiguous type of B bytes (the
-// receiver unpacks) and sent into that contiguous type (the sender packs). Every byte is
-// checked, holes too (the receiver's poison).
-void big(int me, int* msg) {
+// --big: messages of more than 2 GiB of data in a datatype with holes, from a buffer of kind sk
+// into one of kind rk: K elements of B bytes, each followed by a hole of H bytes, received from a
+// contiguous type of B bytes (the receiver unpacks; into GPU memory through a host mirror of the
+// span) and sent into that contiguous type (the sender packs). Every byte is checked, holes too
+// (the receiver's poison).
+void big(int me, int* msg, t::Kind sk, t::Kind rk) {
   constexpr std::size_t B = 1 << 20, H = 4096, E = B + H, K = 2049;  // 2049 MiB of data
   MPI_Datatype block, holes;
   MPI_Type_contiguous(static_cast<int>(B), MPI_BYTE, &block);
@@ -94,32 +95,37 @@ void big(int me, int* msg) {
     const int m = ++*msg;
     const bool sendHoles = c.send == holes, recvHoles = c.recv == holes;
     if (me == 0) {
-      t::Buf b(t::Kind::H, sendHoles ? K * E : K * B);
+      t::Buf b(sk, sendHoles ? K * E : K * B);
       b.fill(t::seedOf(0, m));
       T_MPI(MPI_Send(b.ptr(), static_cast<int>(K), c.send, 1, 20, MPI_COMM_WORLD));
     } else if (me == 1) {
       const std::size_t bytes = (recvHoles ? K * E : K * B) + 64;
-      t::Buf b(t::Kind::H, bytes);
+      t::Buf b(rk, bytes);
       b.poison();
       MPI_Status st;
       T_MPI(MPI_Recv(b.ptr(), static_cast<int>(K), c.recv, 0, 20, MPI_COMM_WORLD, &st));
       int count = -1;
       MPI_Get_count(&st, c.recv, &count);
       T_CHECK(count == static_cast<int>(K) && st.MPI_SOURCE == 0 && st.MPI_TAG == 20,
-              "%s: count %d (expected %zu), source %d, tag %d", c.name, count, K, st.MPI_SOURCE, st.MPI_TAG);
-      const auto* v = static_cast<const std::uint8_t*>(b.ptr());  // host memory
+              "%s %s->%s: count %d (expected %zu), source %d, tag %d", c.name, t::name(sk), t::name(rk), count, K,
+              st.MPI_SOURCE, st.MPI_TAG);
+      std::vector<std::uint8_t> copy;  // GPU memory is read through a host copy
+      if (rk != t::Kind::H) copy = b.get();
+      const auto* v = rk == t::Kind::H ? static_cast<const std::uint8_t*>(b.ptr()) : copy.data();
       const std::uint32_t seed = t::seedOf(0, m);
       std::size_t bad = 0, first = 0;
       for (std::size_t p = 0; p < K * B; ++p) {
         const std::size_t to = recvHoles ? at(p) : p, from = sendHoles ? at(p) : p;
         if (v[to] != t::pat(seed, from) && bad++ == 0) first = to;
       }
-      T_CHECK(bad == 0, "%s: %zu data bytes wrong, the first at offset %zu", c.name, bad, first);
+      T_CHECK(bad == 0, "%s %s->%s: %zu data bytes wrong, the first at offset %zu", c.name, t::name(sk),
+              t::name(rk), bad, first);
       std::size_t touched = 0;
       for (std::size_t k = 0; recvHoles && k < K; ++k)
         for (std::size_t j = B; j < E; ++j) touched += v[k * E + j] != 0xA5;
       for (std::size_t j = bytes - 64; j < bytes; ++j) touched += v[j] != 0xA5;
-      T_CHECK(touched == 0, "%s: %zu bytes of the holes or past the buffer written", c.name, touched);
+      T_CHECK(touched == 0, "%s %s->%s: %zu bytes of the holes or past the buffer written", c.name, t::name(sk),
+              t::name(rk), touched);
     }
   }
   MPI_Type_free(&holes);
@@ -235,7 +241,7 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
   }
   if (t::arg(argc, argv, "--big", "no") == "yes") {
-    big(me, &msg);
+    for (auto [sk, rk] : pairs) big(me, &msg, sk, rk);
     const char* pre = std::getenv("CGDRTEST_PRELOADED");  // (the real MPI alone would read it all)
     if (pre && std::strcmp(pre, "1") == 0) hugeElement(me);
   }
