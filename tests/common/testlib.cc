@@ -351,6 +351,16 @@ bool refusedWith(int rc, const char* cause, std::string* text) {
   return errorClass(rc) == MPI_ERR_BUFFER && std::strstr(s, cause) != nullptr;
 }
 
+bool failedAs(int rc, int cls, const char* cgdrText, std::string* text) {
+  text->clear();
+  if (rc == MPI_SUCCESS) return false;
+  char s[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(rc, s, &len);
+  *text = s;
+  return errorClass(rc) == cls || (cgdrText && std::strstr(s, cgdrText) != nullptr);
+}
+
 RefusedSends::RefusedSends(int peer, const std::vector<int>& tags, std::size_t maxBytes)
     : sink_(tags.size() * maxBytes), rs_(tags.size(), MPI_REQUEST_NULL) {
   for (std::size_t i = 0; i < tags.size(); ++i)

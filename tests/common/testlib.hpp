@@ -100,6 +100,10 @@ void checkStatus(const MPI_Status& st, int src, int tag, std::size_t n, const ch
 // Whether an MPI call's return code is MPI_ERR_BUFFER with `cause` in its error string (which
 // *text receives, for the failure message).
 bool refusedWith(int rc, const char* cause, std::string* text);
+// Whether an MPI call failed with error class `cls` or, where cgdrText is given, with that text in
+// its error string (cgdr's own errors: a class of their own on MPICH, "cgdr: invalid argument" for
+// example). *text receives the error string ("" for MPI_SUCCESS), for the failure message.
+bool failedAs(int rc, int cls, const char* cgdrText, std::string* text);
 // Receives from `peer` into host memory, one per tag, posted before sends that must be refused:
 // a send wrongly let through then fails check() instead of hanging the test. check() is
 // collective (a barrier, then every receive must still be pending; they are cancelled; a barrier).

@@ -472,8 +472,8 @@ void noTopology(t::Kind sk, t::Kind rk) {
 }
 
 // MPICH 4.0 mixes up in- and out-degree in MPI_Neighbor_alltoallw's counts (pmodels/mpich#6233,
-// fixed in 4.1): where they differ, a rank sends its receive counts, and three ranks hang. The
-// w-variant is left out there, with a note.
+// mended after 4.0.2): where they differ, a rank sends its receive counts, and three ranks hang.
+// The w-variant is left out there, with a note.
 bool wTested(const Topo& tp) {
   if (!t::isMpich()) return true;
   for (int q = 0; q < np; ++q)

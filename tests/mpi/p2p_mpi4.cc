@@ -397,12 +397,9 @@ void refused(int peer, bool cgdr) {
                      "cgdr: invalid argument"});
   }
   for (const Case& c : cases) {
-    char text[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    if (c.rc != MPI_SUCCESS) MPI_Error_string(c.rc, text, &len);
-    bool ok = c.rc != MPI_SUCCESS && (t::errorClass(c.rc) == c.want || (c.text && std::strstr(text, c.text)));
-    T_CHECK(ok, "%s: returned %d, class %d (\"%s\"), expected class %d", c.what, c.rc,
-            c.rc == MPI_SUCCESS ? 0 : t::errorClass(c.rc), text, c.want);
+    std::string text;
+    T_CHECK(t::failedAs(c.rc, c.want, c.text, &text), "%s: returned %d, class %d (\"%s\"), expected class %d", c.what,
+            c.rc, c.rc == MPI_SUCCESS ? 0 : t::errorClass(c.rc), text.c_str(), c.want);
   }
   T_CHECK(r == MPI_REQUEST_NULL, "a refused MPI_Isend_c set a request");
   sink.check("refused large-count calls");
