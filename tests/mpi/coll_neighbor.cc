@@ -140,8 +140,9 @@ int blockTo(const Topo& tp, int s, int r) {
   return k;
 }
 
-// The array of a v- or w-variant argument: never a null pointer, even for no neighbours (Open
-// MPI 4.1 refuses null displacements with MPI_ERR_BUFFER whatever the degree).
+// The array of a v- or w-variant argument: never a null pointer, even for no neighbours (with the
+// null arrays of an empty std::vector, Open MPI 4.1's MPI_Neighbor_allgatherv failed with
+// MPI_ERR_BUFFER on a rank with no in-neighbour).
 template <class T>
 const T* arr(const std::vector<T>& v) {
   static const T one{};
