@@ -82,6 +82,9 @@ int runBlocking(MPI_Comm comm, Staging& staging, const std::function<int()>& cal
   base::Status st = staging.stageIn();
   if (!st.isOk()) return base::raise(comm, st);
   int rc = call();
+  // A call the MPI refused wrote nothing: its receive mirror holds no result (where it was not
+  // copied in first, only what the pinned memory held before), so the user's buffer is left alone.
+  if (rc != MPI_SUCCESS) return rc;
   st = staging.copyOut();
   if (!st.isOk()) return base::raise(comm, st);
   return rc;

@@ -40,7 +40,8 @@ class PersistentCollOp final : public base::Op {
   bool active_ = false;
 };
 
-// Runs a blocking collective: stages, calls `call` (which uses staging.ptr()), copies back.
+// Runs a blocking collective: stages, calls `call` (which uses staging.ptr()), copies back what
+// it wrote (nothing where the MPI refused the call).
 int runBlocking(MPI_Comm comm, Staging& staging, const std::function<int()>& call);
 
 }  // namespace cgdr::coll

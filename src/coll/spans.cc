@@ -31,7 +31,11 @@ struct Hull {
 
 }  // namespace
 
+// Arguments the real MPI refuses (null arrays, MPI_DATATYPE_NULL) give an empty span: nothing is
+// staged, no MPI query raises an error of its own, and the real MPI reports the call once.
 base::Span spanV(int n, const int counts[], const int displs[], MPI_Datatype type) {
+  if (n > 0 && (!counts || !displs)) return {};
+  if (type == MPI_DATATYPE_NULL) return {};
   MPI_Aint lb = 0, extent = 0;
   PMPI_Type_get_extent(type, &lb, &extent);
   Hull h;
@@ -41,6 +45,7 @@ base::Span spanV(int n, const int counts[], const int displs[], MPI_Datatype typ
 
 template <class Displ>
 base::Span spanWOf(int n, const int counts[], const Displ displs[], const MPI_Datatype types[]) {
+  if (n > 0 && (!counts || !displs || !types)) return {};
   Hull h;
   for (int i = 0; i < n; ++i) h.add(static_cast<MPI_Aint>(displs[i]), base::spanOf(counts[i], types[i]));
   return h.span();
@@ -60,6 +65,7 @@ base::Span spanBlocks(int n, int count, MPI_Datatype type) {
 
 long long sum(int n, const int counts[]) {
   long long s = 0;
+  if (!counts) return 0;
   for (int i = 0; i < n; ++i) s += counts[i];
   return s;
 }

@@ -16,7 +16,7 @@ CGDR_API int MPI_Ibarrier(MPI_Comm c, MPI_Request* q) {
 }
 
 CGDR_API int MPI_Ibcast(void* b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Ibcast(b, n, t, root, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Ibcast(b, n, t, root, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planBcast(g, b, n, t, root, c);
@@ -24,7 +24,7 @@ CGDR_API int MPI_Ibcast(void* b, int n, MPI_Datatype t, int root, MPI_Comm c, MP
 }
 
 CGDR_API int MPI_Igather(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Igather(s, sc, stp, r, rc, rt, root, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Igather(s, sc, stp, r, rc, rt, root, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planGather(g, s, sc, stp, r, rc, rt, root, c);
@@ -32,7 +32,7 @@ CGDR_API int MPI_Igather(const void* s, int sc, MPI_Datatype stp, void* r, int r
 }
 
 CGDR_API int MPI_Igatherv(const void* s, int sc, MPI_Datatype stp, void* r, const int rcs[], const int ds[], MPI_Datatype rt, int root, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Igatherv(s, sc, stp, r, rcs, ds, rt, root, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Igatherv(s, sc, stp, r, rcs, ds, rt, root, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planGatherv(g, s, sc, stp, r, rcs, ds, rt, root, c);
@@ -40,7 +40,7 @@ CGDR_API int MPI_Igatherv(const void* s, int sc, MPI_Datatype stp, void* r, cons
 }
 
 CGDR_API int MPI_Iscatter(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Iscatter(s, sc, stp, r, rc, rt, root, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Iscatter(s, sc, stp, r, rc, rt, root, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planScatter(g, s, sc, stp, r, rc, rt, root, c);
@@ -48,7 +48,7 @@ CGDR_API int MPI_Iscatter(const void* s, int sc, MPI_Datatype stp, void* r, int 
 }
 
 CGDR_API int MPI_Iscatterv(const void* s, const int scs[], const int ds[], MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Iscatterv(s, scs, ds, stp, r, rc, rt, root, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Iscatterv(s, scs, ds, stp, r, rc, rt, root, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planScatterv(g, s, scs, ds, stp, r, rc, rt, root, c);
@@ -56,7 +56,7 @@ CGDR_API int MPI_Iscatterv(const void* s, const int scs[], const int ds[], MPI_D
 }
 
 CGDR_API int MPI_Iallgather(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Iallgather(s, sc, stp, r, rc, rt, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Iallgather(s, sc, stp, r, rc, rt, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAllgather(g, s, sc, stp, r, rc, rt, c);
@@ -64,7 +64,7 @@ CGDR_API int MPI_Iallgather(const void* s, int sc, MPI_Datatype stp, void* r, in
 }
 
 CGDR_API int MPI_Iallgatherv(const void* s, int sc, MPI_Datatype stp, void* r, const int rcs[], const int ds[], MPI_Datatype rt, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Iallgatherv(s, sc, stp, r, rcs, ds, rt, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Iallgatherv(s, sc, stp, r, rcs, ds, rt, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAllgatherv(g, s, sc, stp, r, rcs, ds, rt, c);
@@ -72,7 +72,7 @@ CGDR_API int MPI_Iallgatherv(const void* s, int sc, MPI_Datatype stp, void* r, c
 }
 
 CGDR_API int MPI_Ialltoall(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Ialltoall(s, sc, stp, r, rc, rt, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Ialltoall(s, sc, stp, r, rc, rt, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAlltoall(g, s, sc, stp, r, rc, rt, c);
@@ -80,7 +80,7 @@ CGDR_API int MPI_Ialltoall(const void* s, int sc, MPI_Datatype stp, void* r, int
 }
 
 CGDR_API int MPI_Ialltoallv(const void* s, const int scs[], const int sds[], MPI_Datatype stp, void* r, const int rcs[], const int rds[], MPI_Datatype rt, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Ialltoallv(s, scs, sds, stp, r, rcs, rds, rt, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Ialltoallv(s, scs, sds, stp, r, rcs, rds, rt, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAlltoallv(g, s, scs, sds, stp, r, rcs, rds, rt, c);
@@ -88,7 +88,7 @@ CGDR_API int MPI_Ialltoallv(const void* s, const int scs[], const int sds[], MPI
 }
 
 CGDR_API int MPI_Ialltoallw(const void* s, const int scs[], const int sds[], const MPI_Datatype sts[], void* r, const int rcs[], const int rds[], const MPI_Datatype rts[], MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Ialltoallw(s, scs, sds, sts, r, rcs, rds, rts, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Ialltoallw(s, scs, sds, sts, r, rcs, rds, rts, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAlltoallw(g, s, scs, sds, sts, r, rcs, rds, rts, c);
@@ -96,7 +96,7 @@ CGDR_API int MPI_Ialltoallw(const void* s, const int scs[], const int sds[], con
 }
 
 CGDR_API int MPI_Ireduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Ireduce(s, r, n, t, op, root, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Ireduce(s, r, n, t, op, root, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planReduce(g, s, r, n, t, root, c);
@@ -104,7 +104,7 @@ CGDR_API int MPI_Ireduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op o
 }
 
 CGDR_API int MPI_Iallreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Iallreduce(s, r, n, t, op, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Iallreduce(s, r, n, t, op, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAllreduce(g, s, r, n, t, c);
@@ -112,7 +112,7 @@ CGDR_API int MPI_Iallreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_O
 }
 
 CGDR_API int MPI_Ireduce_scatter(const void* s, void* r, const int rcs[], MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Ireduce_scatter(s, r, rcs, t, op, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Ireduce_scatter(s, r, rcs, t, op, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planReduceScatter(g, s, r, rcs, t, c);
@@ -120,7 +120,7 @@ CGDR_API int MPI_Ireduce_scatter(const void* s, void* r, const int rcs[], MPI_Da
 }
 
 CGDR_API int MPI_Ireduce_scatter_block(const void* s, void* r, int rc, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Ireduce_scatter_block(s, r, rc, t, op, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Ireduce_scatter_block(s, r, rc, t, op, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planReduceScatterBlock(g, s, r, rc, t, c);
@@ -128,7 +128,7 @@ CGDR_API int MPI_Ireduce_scatter_block(const void* s, void* r, int rc, MPI_Datat
 }
 
 CGDR_API int MPI_Iscan(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Iscan(s, r, n, t, op, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Iscan(s, r, n, t, op, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planScan(g, s, r, n, t, c, false);
@@ -136,7 +136,7 @@ CGDR_API int MPI_Iscan(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op,
 }
 
 CGDR_API int MPI_Iexscan(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q) {
-  CGDR_COLL_ENTER(PMPI_Iexscan(s, r, n, t, op, c, q));
+  CGDR_COLL_ENTER(c, PMPI_Iexscan(s, r, n, t, op, c, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planScan(g, s, r, n, t, c, true);

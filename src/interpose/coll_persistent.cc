@@ -28,7 +28,7 @@ CGDR_API int CGDR_PCOLL(Barrier)(MPI_Comm c, MPI_Info info, MPI_Request* q) {
 }
 
 CGDR_API int CGDR_PCOLL(Bcast)(void* b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Bcast)(b, n, t, root, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Bcast)(b, n, t, root, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planBcast(g, b, n, t, root, c);
@@ -36,7 +36,7 @@ CGDR_API int CGDR_PCOLL(Bcast)(void* b, int n, MPI_Datatype t, int root, MPI_Com
 }
 
 CGDR_API int CGDR_PCOLL(Gather)(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Gather)(s, sc, stp, r, rc, rt, root, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Gather)(s, sc, stp, r, rc, rt, root, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planGather(g, s, sc, stp, r, rc, rt, root, c);
@@ -44,7 +44,7 @@ CGDR_API int CGDR_PCOLL(Gather)(const void* s, int sc, MPI_Datatype stp, void* r
 }
 
 CGDR_API int CGDR_PCOLL(Gatherv)(const void* s, int sc, MPI_Datatype stp, void* r, const int rcs[], const int ds[], MPI_Datatype rt, int root, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Gatherv)(s, sc, stp, r, rcs, ds, rt, root, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Gatherv)(s, sc, stp, r, rcs, ds, rt, root, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planGatherv(g, s, sc, stp, r, rcs, ds, rt, root, c);
@@ -52,7 +52,7 @@ CGDR_API int CGDR_PCOLL(Gatherv)(const void* s, int sc, MPI_Datatype stp, void* 
 }
 
 CGDR_API int CGDR_PCOLL(Scatter)(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Scatter)(s, sc, stp, r, rc, rt, root, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Scatter)(s, sc, stp, r, rc, rt, root, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planScatter(g, s, sc, stp, r, rc, rt, root, c);
@@ -60,7 +60,7 @@ CGDR_API int CGDR_PCOLL(Scatter)(const void* s, int sc, MPI_Datatype stp, void* 
 }
 
 CGDR_API int CGDR_PCOLL(Scatterv)(const void* s, const int scs[], const int ds[], MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, int root, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Scatterv)(s, scs, ds, stp, r, rc, rt, root, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Scatterv)(s, scs, ds, stp, r, rc, rt, root, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planScatterv(g, s, scs, ds, stp, r, rc, rt, root, c);
@@ -68,7 +68,7 @@ CGDR_API int CGDR_PCOLL(Scatterv)(const void* s, const int scs[], const int ds[]
 }
 
 CGDR_API int CGDR_PCOLL(Allgather)(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Allgather)(s, sc, stp, r, rc, rt, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Allgather)(s, sc, stp, r, rc, rt, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAllgather(g, s, sc, stp, r, rc, rt, c);
@@ -76,7 +76,7 @@ CGDR_API int CGDR_PCOLL(Allgather)(const void* s, int sc, MPI_Datatype stp, void
 }
 
 CGDR_API int CGDR_PCOLL(Allgatherv)(const void* s, int sc, MPI_Datatype stp, void* r, const int rcs[], const int ds[], MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Allgatherv)(s, sc, stp, r, rcs, ds, rt, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Allgatherv)(s, sc, stp, r, rcs, ds, rt, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAllgatherv(g, s, sc, stp, r, rcs, ds, rt, c);
@@ -84,7 +84,7 @@ CGDR_API int CGDR_PCOLL(Allgatherv)(const void* s, int sc, MPI_Datatype stp, voi
 }
 
 CGDR_API int CGDR_PCOLL(Alltoall)(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Alltoall)(s, sc, stp, r, rc, rt, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Alltoall)(s, sc, stp, r, rc, rt, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAlltoall(g, s, sc, stp, r, rc, rt, c);
@@ -92,7 +92,7 @@ CGDR_API int CGDR_PCOLL(Alltoall)(const void* s, int sc, MPI_Datatype stp, void*
 }
 
 CGDR_API int CGDR_PCOLL(Alltoallv)(const void* s, const int scs[], const int sds[], MPI_Datatype stp, void* r, const int rcs[], const int rds[], MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Alltoallv)(s, scs, sds, stp, r, rcs, rds, rt, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Alltoallv)(s, scs, sds, stp, r, rcs, rds, rt, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAlltoallv(g, s, scs, sds, stp, r, rcs, rds, rt, c);
@@ -100,7 +100,7 @@ CGDR_API int CGDR_PCOLL(Alltoallv)(const void* s, const int scs[], const int sds
 }
 
 CGDR_API int CGDR_PCOLL(Alltoallw)(const void* s, const int scs[], const int sds[], const MPI_Datatype sts[], void* r, const int rcs[], const int rds[], const MPI_Datatype rts[], MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Alltoallw)(s, scs, sds, sts, r, rcs, rds, rts, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Alltoallw)(s, scs, sds, sts, r, rcs, rds, rts, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAlltoallw(g, s, scs, sds, sts, r, rcs, rds, rts, c);
@@ -108,7 +108,7 @@ CGDR_API int CGDR_PCOLL(Alltoallw)(const void* s, const int scs[], const int sds
 }
 
 CGDR_API int CGDR_PCOLL(Reduce)(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Reduce)(s, r, n, t, op, root, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Reduce)(s, r, n, t, op, root, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planReduce(g, s, r, n, t, root, c);
@@ -116,7 +116,7 @@ CGDR_API int CGDR_PCOLL(Reduce)(const void* s, void* r, int n, MPI_Datatype t, M
 }
 
 CGDR_API int CGDR_PCOLL(Allreduce)(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Allreduce)(s, r, n, t, op, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Allreduce)(s, r, n, t, op, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planAllreduce(g, s, r, n, t, c);
@@ -124,7 +124,7 @@ CGDR_API int CGDR_PCOLL(Allreduce)(const void* s, void* r, int n, MPI_Datatype t
 }
 
 CGDR_API int CGDR_PCOLL(Reduce_scatter)(const void* s, void* r, const int rcs[], MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Reduce_scatter)(s, r, rcs, t, op, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Reduce_scatter)(s, r, rcs, t, op, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planReduceScatter(g, s, r, rcs, t, c);
@@ -132,7 +132,7 @@ CGDR_API int CGDR_PCOLL(Reduce_scatter)(const void* s, void* r, const int rcs[],
 }
 
 CGDR_API int CGDR_PCOLL(Reduce_scatter_block)(const void* s, void* r, int rc, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Reduce_scatter_block)(s, r, rc, t, op, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Reduce_scatter_block)(s, r, rc, t, op, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planReduceScatterBlock(g, s, r, rc, t, c);
@@ -140,7 +140,7 @@ CGDR_API int CGDR_PCOLL(Reduce_scatter_block)(const void* s, void* r, int rc, MP
 }
 
 CGDR_API int CGDR_PCOLL(Scan)(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Scan)(s, r, n, t, op, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Scan)(s, r, n, t, op, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planScan(g, s, r, n, t, c, false);
@@ -148,7 +148,7 @@ CGDR_API int CGDR_PCOLL(Scan)(const void* s, void* r, int n, MPI_Datatype t, MPI
 }
 
 CGDR_API int CGDR_PCOLL(Exscan)(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Exscan)(s, r, n, t, op, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Exscan)(s, r, n, t, op, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planScan(g, s, r, n, t, c, true);
@@ -158,7 +158,7 @@ CGDR_API int CGDR_PCOLL(Exscan)(const void* s, void* r, int n, MPI_Datatype t, M
 // Neighbourhood collectives: blocks per neighbour of the communicator's topology.
 
 CGDR_API int CGDR_PCOLL(Neighbor_allgather)(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_allgather)(s, sc, stp, r, rc, rt, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Neighbor_allgather)(s, sc, stp, r, rc, rt, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planNeighborAllgather(g, s, sc, stp, r, rc, rt, c);
@@ -166,7 +166,7 @@ CGDR_API int CGDR_PCOLL(Neighbor_allgather)(const void* s, int sc, MPI_Datatype 
 }
 
 CGDR_API int CGDR_PCOLL(Neighbor_allgatherv)(const void* s, int sc, MPI_Datatype stp, void* r, const int rcs[], const int ds[], MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_allgatherv)(s, sc, stp, r, rcs, ds, rt, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Neighbor_allgatherv)(s, sc, stp, r, rcs, ds, rt, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planNeighborAllgatherv(g, s, sc, stp, r, rcs, ds, rt, c);
@@ -174,7 +174,7 @@ CGDR_API int CGDR_PCOLL(Neighbor_allgatherv)(const void* s, int sc, MPI_Datatype
 }
 
 CGDR_API int CGDR_PCOLL(Neighbor_alltoall)(const void* s, int sc, MPI_Datatype stp, void* r, int rc, MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_alltoall)(s, sc, stp, r, rc, rt, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Neighbor_alltoall)(s, sc, stp, r, rc, rt, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planNeighborAlltoall(g, s, sc, stp, r, rc, rt, c);
@@ -182,7 +182,7 @@ CGDR_API int CGDR_PCOLL(Neighbor_alltoall)(const void* s, int sc, MPI_Datatype s
 }
 
 CGDR_API int CGDR_PCOLL(Neighbor_alltoallv)(const void* s, const int scs[], const int sds[], MPI_Datatype stp, void* r, const int rcs[], const int rds[], MPI_Datatype rt, MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_alltoallv)(s, scs, sds, stp, r, rcs, rds, rt, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Neighbor_alltoallv)(s, scs, sds, stp, r, rcs, rds, rt, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planNeighborAlltoallv(g, s, scs, sds, stp, r, rcs, rds, rt, c);
@@ -190,7 +190,7 @@ CGDR_API int CGDR_PCOLL(Neighbor_alltoallv)(const void* s, const int scs[], cons
 }
 
 CGDR_API int CGDR_PCOLL(Neighbor_alltoallw)(const void* s, const int scs[], const MPI_Aint sds[], const MPI_Datatype sts[], void* r, const int rcs[], const MPI_Aint rds[], const MPI_Datatype rts[], MPI_Comm c, MPI_Info info, MPI_Request* q) {
-  CGDR_COLL_ENTER(CGDR_PPCOLL(Neighbor_alltoallw)(s, scs, sds, sts, r, rcs, rds, rts, c, info, q));
+  CGDR_COLL_ENTER(c, CGDR_PPCOLL(Neighbor_alltoallw)(s, scs, sds, sts, r, rcs, rds, rts, c, info, q));
   auto st = std::make_unique<coll::Staging>();
   coll::Staging& g = *st;
   auto sl = coll::planNeighborAlltoallw(g, s, scs, sds, sts, r, rcs, rds, rts, c);

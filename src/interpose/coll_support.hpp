@@ -13,16 +13,24 @@
 #include "engine/progress.hpp"
 #include "interpose/guard.hpp"
 
-// A collective goes straight to the real MPI when cgdr is not active or no GPU is usable
-// (then no buffer can be GPU memory).
-#define CGDR_COLL_ENTER(passthrough)                       \
-  CGDR_ENTER(passthrough);                                 \
+// A call without a communicator (MPI_Reduce_local, the external32 pack calls) goes straight to
+// the real MPI when cgdr is not active or no GPU is usable (then no buffer can be GPU memory).
+#define CGDR_LOCAL_ENTER(passthrough) \
+  CGDR_ENTER(passthrough);            \
   if (!::cgdr::base::cuda::usable()) return passthrough
+
+// A collective (or a pack call) on a communicator: also straight to the real MPI on
+// MPI_COMM_NULL, which the MPI refuses once through its handler. Planning would ask the MPI about
+// the communicator first, and each such query would call the handler too, naming the wrong call.
+#define CGDR_COLL_ENTER(comm, passthrough)                                     \
+  CGDR_ENTER(passthrough);                                                     \
+  if (!::cgdr::base::cuda::usable() || (comm) == MPI_COMM_NULL) return passthrough
 
 // A blocking collective stays blocking on every rank (MPI never matches it with a non-blocking
 // one); while it blocks, the engine's helper thread serves co-located peers.
-#define CGDR_BLOCKING_COLL_ENTER(passthrough)                                            \
+#define CGDR_BLOCKING_COLL_ENTER(comm, passthrough)                                      \
   CGDR_ENTER(passthrough);                                                               \
+  if ((comm) == MPI_COMM_NULL) return passthrough;                                       \
   ::cgdr::engine::beforeBlocking();                                                      \
   ::cgdr::engine::BlockingScope cgdrScope_;                                              \
   if (!::cgdr::base::cuda::usable()) return passthrough

@@ -1,6 +1,7 @@
 // MPI_Pack/Unpack and their external32 forms on GPU buffers: the data buffer and the touched
 // region of the packed buffer are staged; only the bytes the real MPI packs are copied back.
-// A null position goes to the real MPI as it is (MPI_ERR_ARG).
+// A null position, a negative count, MPI_DATATYPE_NULL or MPI_COMM_NULL goes to the real MPI as
+// it is, which reports it once through the handler.
 #include <mpi.h>
 
 #include "interpose/coll_support.hpp"
@@ -10,20 +11,24 @@ using coll::recvPtr;
 using coll::sendPtr;
 
 CGDR_API int MPI_Pack(const void* in, int n, MPI_Datatype t, void* out, int outsize, int* pos, MPI_Comm c) {
-  CGDR_COLL_ENTER(PMPI_Pack(in, n, t, out, outsize, pos, c));
-  if (!pos) return PMPI_Pack(in, n, t, out, outsize, pos, c);  // the real MPI reports it
+  CGDR_COLL_ENTER(c, PMPI_Pack(in, n, t, out, outsize, pos, c));
+  // What the real MPI refuses goes to it as it is, to be reported once.
+  if (!pos || n < 0 || t == MPI_DATATYPE_NULL) return PMPI_Pack(in, n, t, out, outsize, pos, c);
   int bytes = 0;
-  PMPI_Pack_size(n, t, c, &bytes);
+  int rc = PMPI_Pack_size(n, t, c, &bytes);
+  if (rc != MPI_SUCCESS) return rc;  // reported (MPICH refuses an uncommitted type here)
   coll::Staging st;
   auto sl = coll::planPack(st, in, n, t, out, outsize, *pos, bytes);
   return coll::runBlocking(c, st, [&] { return PMPI_Pack(sendPtr(st, sl, in), n, t, recvPtr(st, sl, out), outsize, pos, c); });
 }
 
 CGDR_API int MPI_Unpack(const void* in, int insize, int* pos, void* out, int n, MPI_Datatype t, MPI_Comm c) {
-  CGDR_COLL_ENTER(PMPI_Unpack(in, insize, pos, out, n, t, c));
-  if (!pos) return PMPI_Unpack(in, insize, pos, out, n, t, c);  // the real MPI reports it
+  CGDR_COLL_ENTER(c, PMPI_Unpack(in, insize, pos, out, n, t, c));
+  // What the real MPI refuses goes to it as it is, to be reported once.
+  if (!pos || n < 0 || t == MPI_DATATYPE_NULL) return PMPI_Unpack(in, insize, pos, out, n, t, c);
   int bytes = 0;
-  PMPI_Pack_size(n, t, c, &bytes);
+  int rc = PMPI_Pack_size(n, t, c, &bytes);
+  if (rc != MPI_SUCCESS) return rc;  // reported (MPICH refuses an uncommitted type here)
   coll::Staging st;
   auto sl = coll::planUnpack(st, in, insize, *pos, bytes, out, n, t);
   return coll::runBlocking(c, st, [&] { return PMPI_Unpack(sendPtr(st, sl, in), insize, pos, recvPtr(st, sl, out), n, t, c); });
@@ -31,10 +36,11 @@ CGDR_API int MPI_Unpack(const void* in, int insize, int* pos, void* out, int n, 
 
 CGDR_API int MPI_Pack_external(const char rep[], const void* in, int n, MPI_Datatype t, void* out,
                                MPI_Aint outsize, MPI_Aint* pos) {
-  CGDR_COLL_ENTER(PMPI_Pack_external(rep, in, n, t, out, outsize, pos));
-  if (!pos) return PMPI_Pack_external(rep, in, n, t, out, outsize, pos);  // the real MPI reports it
+  CGDR_LOCAL_ENTER(PMPI_Pack_external(rep, in, n, t, out, outsize, pos));
+  if (!pos || n < 0 || t == MPI_DATATYPE_NULL) return PMPI_Pack_external(rep, in, n, t, out, outsize, pos);
   MPI_Aint bytes = 0;
-  PMPI_Pack_external_size(rep, n, t, &bytes);
+  int rc = PMPI_Pack_external_size(rep, n, t, &bytes);
+  if (rc != MPI_SUCCESS) return rc;  // reported
   coll::Staging st;
   auto sl = coll::planPack(st, in, n, t, out, outsize, *pos, bytes);
   return coll::runBlocking(MPI_COMM_WORLD, st, [&] {
@@ -44,10 +50,11 @@ CGDR_API int MPI_Pack_external(const char rep[], const void* in, int n, MPI_Data
 
 CGDR_API int MPI_Unpack_external(const char rep[], const void* in, MPI_Aint insize, MPI_Aint* pos, void* out,
                                  int n, MPI_Datatype t) {
-  CGDR_COLL_ENTER(PMPI_Unpack_external(rep, in, insize, pos, out, n, t));
-  if (!pos) return PMPI_Unpack_external(rep, in, insize, pos, out, n, t);  // the real MPI reports it
+  CGDR_LOCAL_ENTER(PMPI_Unpack_external(rep, in, insize, pos, out, n, t));
+  if (!pos || n < 0 || t == MPI_DATATYPE_NULL) return PMPI_Unpack_external(rep, in, insize, pos, out, n, t);
   MPI_Aint bytes = 0;
-  PMPI_Pack_external_size(rep, n, t, &bytes);
+  int rc = PMPI_Pack_external_size(rep, n, t, &bytes);
+  if (rc != MPI_SUCCESS) return rc;  // reported
   coll::Staging st;
   auto sl = coll::planUnpack(st, in, insize, *pos, bytes, out, n, t);
   return coll::runBlocking(MPI_COMM_WORLD, st, [&] {
