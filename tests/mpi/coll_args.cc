@@ -1,12 +1,13 @@
-// Arguments MPI forbids, given to collectives and pack calls on every kind of buffer: MPI_COMM_NULL
-// (point-to-point calls too), a root out of range, MPI_OP_NULL, MPI_DATATYPE_NULL, a type never
-// committed, a negative count, null count, displacement and type arrays. Each call must fail with
-// the error class the MPI itself gives (the same program runs on the real MPI alone), call the
-// communicator's error handler exactly once (on MPI_COMM_WORLD for MPI_COMM_NULL), leave every
-// byte of the send and receive buffers as it was and make no request; afterwards the ranks still
-// run collectives byte-exact. With GPU buffers cgdr stages the data through host memory: it must
-// neither ask the MPI about a bad argument itself (a second call of the handler, naming the wrong
-// function) nor copy a refused call's receive mirror back into the user's buffer.
+// Arguments MPI forbids, given to collectives, MPI_Reduce_local and pack calls on every kind of
+// buffer: MPI_COMM_NULL (point-to-point calls too), a root out of range, MPI_OP_NULL,
+// MPI_DATATYPE_NULL, a type never committed, a negative count, null count, displacement and type
+// arrays. Each call must fail with the error class the MPI itself gives (the same program runs on
+// the real MPI alone), call the error handler exactly once (the communicator's; MPI_COMM_WORLD's
+// for MPI_COMM_NULL and calls without a communicator), leave every byte of the send, receive and
+// pack buffers as it was and make no request; afterwards the ranks still run collectives
+// byte-exact. With GPU buffers cgdr stages the data through host memory: it must neither ask the
+// MPI about a bad argument itself (a second call of the handler, naming the wrong function) nor
+// copy a refused call's receive mirror back into the user's buffer.
 #include <mpi-ext.h>
 
 #include <algorithm>
@@ -225,6 +226,9 @@ void badCalls(t::Kind sk, t::Kind rk, int msg, MPI_Comm d, MPI_Comm cart) {
       {"Pack uncommitted type", [&] { return MPI_Pack(s, 2, loose, p, kPacked, &pos, d); }, typeErr, d},
       {"Unpack MPI_DATATYPE_NULL", [&] { return MPI_Unpack(p, kPacked, &pos, r, 4, MPI_DATATYPE_NULL, d); }, typeErr,
        d},
+      {"Reduce_local MPI_OP_NULL", [&] { return MPI_Reduce_local(s, r, 4, MPI_INT, MPI_OP_NULL); }, opErr, w},
+      {"Reduce_local MPI_DATATYPE_NULL", [&] { return MPI_Reduce_local(s, r, 4, MPI_DATATYPE_NULL, MPI_SUM); },
+       {MPI_ERR_TYPE, MPI_ERR_OP}, w},  // both MPIs: MPI_ERR_OP (no MPI_SUM on that type)
       {"Pack_external MPI_DATATYPE_NULL",
        [&] {
          MPI_Aint apos = 0;
