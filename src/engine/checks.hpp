@@ -19,6 +19,8 @@ enum class Call { kBlocking, kNonBlocking, kPersistent };
 // checked at init as the MPI does.
 int send(const base::SendArgs& a, Call call, const MPI_Request* r);
 int recv(const base::RecvArgs& a, Call call, const MPI_Request* r);
+// A send-receive's two peers are checked against the communicator's size first (cgdr posts its
+// halves apart; the MPI refuses the whole call where either is out of range).
 int sendrecv(const base::SendArgs& s, const base::RecvArgs& r);
 int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r);
 // MPI_Probe (blocking), MPI_Iprobe (flag), MPI_Mprobe (m), MPI_Improbe (flag and m): pass the

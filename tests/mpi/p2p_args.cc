@@ -1,12 +1,12 @@
 // Arguments MPI forbids, given to the point-to-point, probe and completion calls with
 // MPI_ERRORS_RETURN: a bad tag, a negative count, MPI_DATATYPE_NULL, a datatype never committed,
-// a null buffer with data, a null request, flag or message handle, a rank out of range at a
-// persistent init, bad matched receives of a held message (which keep it), MPI_COMM_WORLD freed
-// on one rank. Each call must fail with the error class the MPI itself gives (the same program
-// runs on the real MPI alone), move nothing (a receive for any tag is posted first and must stay
-// empty) and leave the ranks able to exchange messages byte-exact afterwards. cgdr serves
-// messages between co-located ranks without the real MPI, so it must make these checks itself
-// rather than crash or send.
+// a null buffer with data, a null request, flag or message handle, a rank out of range (at a
+// persistent init, a send, a receive, a probe, either peer of a send-receive), bad matched
+// receives of a held message (which keep it), MPI_COMM_WORLD freed on one rank. Each call must
+// fail with the error class the MPI itself gives (the same program runs on the real MPI alone),
+// move nothing (a receive for any tag is posted first and must stay empty) and leave the ranks
+// able to exchange messages byte-exact afterwards. cgdr serves messages between co-located ranks
+// without the real MPI, so it must make these checks itself rather than crash, hang or send.
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -124,6 +124,24 @@ void badCalls(t::Kind sk, t::Kind rk, int msg, bool cgdr) {
        [&] { return MPI_Sendrecv(s, 4, MPI_INT, peer, -5, r, 4, MPI_INT, peer, 5, w, &st); }, tagErr},
       {"Sendrecv receive count -1",
        [&] { return MPI_Sendrecv(s, 4, MPI_INT, peer, 5, r, -1, MPI_INT, peer, 5, w, &st); }, countErr},
+      {"Sendrecv destination out of range",
+       [&] { return MPI_Sendrecv(s, 4, MPI_INT, t::size() + 1, 5, r, 4, MPI_INT, peer, 5, w, &st); }, rankErr},
+      {"Sendrecv source out of range",
+       [&] { return MPI_Sendrecv(s, 4, MPI_INT, peer, 5, r, 4, MPI_INT, t::size() + 5, 5, w, &st); }, rankErr},
+      {"Sendrecv destination -7, receiving from itself",
+       [&] { return MPI_Sendrecv(s, 4, MPI_INT, -7, 5, r, 4, MPI_INT, t::rank(), 5, w, &st); }, rankErr},
+      {"Sendrecv_replace destination out of range",
+       [&] { return MPI_Sendrecv_replace(r, 4, MPI_INT, t::size(), 5, peer, 5, w, &st); }, rankErr},
+      {"Sendrecv_replace source -9", [&] { return MPI_Sendrecv_replace(r, 4, MPI_INT, peer, 5, -9, 5, w, &st); },
+       rankErr},
+      {"Send destination out of range", [&] { return MPI_Send(s, 4, MPI_INT, t::size() + 2, 5, w); }, rankErr},
+      {"Isend destination -7",
+       [&] { int rc = MPI_Isend(s, 4, MPI_INT, -7, 5, w, &q); freeIfMade(&q, "Isend"); return rc; }, rankErr},
+      {"Recv source out of range", [&] { return MPI_Recv(r, 4, MPI_INT, t::size() + 2, 5, w, &st); }, rankErr},
+      {"Irecv source -9",
+       [&] { int rc = MPI_Irecv(r, 4, MPI_INT, -9, 5, w, &q); freeIfMade(&q, "Irecv"); return rc; }, rankErr},
+      {"Probe source out of range", [&] { return MPI_Probe(t::size() + 4, 5, w, &st); }, rankErr},
+      {"Iprobe source -9", [&] { return MPI_Iprobe(-9, 5, w, &flag, &st); }, rankErr},
       {"Sendrecv_replace uncommitted type",
        [&] { return MPI_Sendrecv_replace(r, 1, loose, peer, 5, peer, 5, w, &st); }, typeErr},
       {"Probe tag -7", [&] { return MPI_Probe(peer, -7, w, &st); }, tagErr},
