@@ -1,5 +1,7 @@
 #include "engine/checks.hpp"
 
+#include <string>
+
 #include "base/dtype.hpp"
 #include "base/errors.hpp"
 #include "engine/comm_table.hpp"
@@ -91,6 +93,34 @@ int recv(const base::RecvArgs& a, Call call, const MPI_Request* r) {
       return PMPI_Recv(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm, MPI_STATUS_IGNORE);
     if (call == Call::kNonBlocking) return PMPI_Irecv(a.buf, a.count, a.type, MPI_PROC_NULL, a.tag, a.comm, out);
     return PMPI_Recv_init(a.buf, a.count, a.type, a.peer, a.tag, a.comm, out);
+  });
+}
+
+// The MPI's verdict on a peer out of range: the same call to that peer, refused before anything
+// moves. Should the MPI accept it (no argument checks), the call is cgdr's error, not a second
+// send.
+namespace {
+template <class Put>
+int peerVerdict(MPI_Comm c, int peer, const MPI_Request* r, Put put) {
+  int rc = verdict(r, MPI_DATATYPE_NULL, MPI_DATATYPE_NULL, put);
+  if (rc != MPI_SUCCESS) return rc;
+  return base::raise(c, base::Status(base::Errc::kArgument, "rank " + std::to_string(peer) + " is out of range"));
+}
+}  // namespace
+
+int sendPeer(const base::SendArgs& a, Call call, const MPI_Request* r) {
+  if (peerInRange(a.comm, a.peer, false)) return MPI_SUCCESS;
+  return peerVerdict(a.comm, a.peer, r, [&](MPI_Request* out) {
+    if (call == Call::kBlocking) return base::pmpiSend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm);
+    return base::pmpiIsend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm, out);
+  });
+}
+
+int recvPeer(const base::RecvArgs& a, Call call, const MPI_Request* r) {
+  if (peerInRange(a.comm, a.peer, true)) return MPI_SUCCESS;
+  return peerVerdict(a.comm, a.peer, r, [&](MPI_Request* out) {
+    if (call == Call::kBlocking) return PMPI_Recv(a.buf, a.count, a.type, a.peer, a.tag, a.comm, MPI_STATUS_IGNORE);
+    return PMPI_Irecv(a.buf, a.count, a.type, a.peer, a.tag, a.comm, out);
   });
 }
 

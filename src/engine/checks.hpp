@@ -19,6 +19,13 @@ enum class Call { kBlocking, kNonBlocking, kPersistent };
 // checked at init as the MPI does.
 int send(const base::SendArgs& a, Call call, const MPI_Request* r);
 int recv(const base::RecvArgs& a, Call call, const MPI_Request* r);
+// A peer out of range (not MPI_PROC_NULL, nor MPI_ANY_SOURCE for a receive, nor a rank below the
+// communicator's size): the real MPI's own call to that peer, which refuses it before anything
+// moves; MPI_SUCCESS for a peer in range. For the real MPI's route, where a GPU send posts its
+// MPI call only after its staging copy and a receive may be held by cgdr: the call must be
+// refused at once, as the MPI refuses it, not accepted with a request that fails later or never.
+int sendPeer(const base::SendArgs& a, Call call, const MPI_Request* r);
+int recvPeer(const base::RecvArgs& a, Call call, const MPI_Request* r);
 // A send-receive's two peers are checked against the communicator's size first (cgdr posts its
 // halves apart; the MPI refuses the whole call where either is out of range).
 int sendrecv(const base::SendArgs& s, const base::RecvArgs& r);

@@ -211,6 +211,7 @@ int isend(const base::SendArgs& a, MPI_Request* r) {
   }
   if (a.peer == MPI_PROC_NULL)
     return base::pmpiIsend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm, r);
+  if (int rc = checks::sendPeer(a, checks::Call::kNonBlocking, r); rc != MPI_SUCCESS) return rc;
   auto loc = locate(a.buf, a.count, a.type);
   if (!loc.isOk()) return raise(a.comm, loc.status());
   if (!loc.value().mem.onGpu() && !net::send_order::blocked(a.comm, a.peer))
@@ -242,6 +243,7 @@ int send(const base::SendArgs& a) {
   }
   if (a.peer == MPI_PROC_NULL)
     return base::pmpiSend(a.mode, a.buf, a.count, a.type, a.peer, a.tag, a.comm);
+  if (int rc = checks::sendPeer(a, checks::Call::kBlocking, nullptr); rc != MPI_SUCCESS) return rc;
   auto loc = locate(a.buf, a.count, a.type);
   if (!loc.isOk()) return raise(a.comm, loc.status());
   if (!loc.value().mem.onGpu()) {
@@ -260,6 +262,7 @@ int send(const base::SendArgs& a) {
 
 int irecv(const base::RecvArgs& a, MPI_Request* r) {
   if (int rc = checks::recv(a, checks::Call::kNonBlocking, r); rc != MPI_SUCCESS) return rc;
+  if (int rc = checks::recvPeer(a, checks::Call::kNonBlocking, r); rc != MPI_SUCCESS) return rc;
   auto op = makeRecv(a);
   if (!op.isOk()) return raise(a.comm, op.status());
   if (auto* real = dynamic_cast<RealOp*>(op.value().get()); real && real->error != MPI_SUCCESS) return real->error;
@@ -277,6 +280,7 @@ int recv(const base::RecvArgs& a, MPI_Status* st) {
     held = known && ShmEngine::get()->holding(known->ctx);
   }
   if (route != Route::kReal) return engineRecvBlocking(a, *c, route == Route::kMixed, st);
+  if (int rc = checks::recvPeer(a, checks::Call::kBlocking, nullptr); rc != MPI_SUCCESS) return rc;
   if (!held) {
     auto loc = locate(a.buf, a.count, a.type);
     if (!loc.isOk()) return raise(a.comm, loc.status());
