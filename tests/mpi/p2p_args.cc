@@ -1,12 +1,13 @@
 // Arguments MPI forbids, given to the point-to-point, probe and completion calls with
 // MPI_ERRORS_RETURN: a bad tag, a negative count, MPI_DATATYPE_NULL, a datatype never committed,
 // a null buffer with data, a null request, flag or message handle, a rank out of range (at a
-// persistent init, a send, a receive, a probe, either peer of a send-receive), bad matched
-// receives of a held message (which keep it), MPI_COMM_WORLD freed on one rank. Each call must
-// fail with the error class the MPI itself gives (the same program runs on the real MPI alone),
-// move nothing (a receive for any tag is posted first and must stay empty) and leave the ranks
-// able to exchange messages byte-exact afterwards. cgdr serves messages between co-located ranks
-// without the real MPI, so it must make these checks itself rather than crash, hang or send.
+// persistent init, a send, a receive, a probe, either peer of a send-receive; on an
+// intercommunicator, of the remote group), bad matched receives of a held message (which keep
+// it), MPI_COMM_WORLD freed on one rank. Each call must fail with the error class the MPI itself
+// gives (the same program runs on the real MPI alone), move nothing (a receive for any tag is
+// posted first and must stay empty) and leave the ranks able to exchange messages byte-exact
+// afterwards. cgdr serves messages between co-located ranks without the real MPI, so it must make
+// these checks itself rather than crash, hang or send.
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -226,6 +227,62 @@ void badCalls(t::Kind sk, t::Kind rk, int msg, bool cgdr) {
   rb.expect(t::seedOf(peer, msg), bytes, "exchange after the bad calls");
 }
 
+// On an intercommunicator a peer is a rank of the remote group. Rank 0 alone against all the
+// others, so (from three ranks) the two groups differ in size: a peer at the remote group's size is
+// refused once and nothing moves; every remote rank, also those at or above the local group's
+// size, exchanges byte-exact (cgdr leaves intercommunicators to the real MPI and asks it for the
+// remote size). The bad calls and the good exchange share a tag and differ in size, so a message
+// a refused call let out would be the one received, and seen.
+void interRanks(t::Kind sk, t::Kind rk, int msg) {
+  const int me = t::rank();
+  const int color = me == 0 ? 0 : 1;
+  MPI_Comm local = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+  T_MPI(MPI_Comm_split(MPI_COMM_WORLD, color, me, &local));
+  T_MPI(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, color == 0 ? 1 : 0, 21, &inter));
+  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  int remote = 0, size = 0;
+  MPI_Comm_remote_size(inter, &remote);
+  MPI_Comm_size(inter, &size);
+  const std::size_t n = 64, bad = 16, good = 61;
+  t::Buf sb(sk, n), rb(rk, n);
+  sb.fill(t::seedOf(me, msg, 7));
+  rb.poison();
+  const std::string kinds = std::string(t::name(sk)) + "->" + t::name(rk);
+  MPI_Request q = MPI_REQUEST_NULL;
+  MPI_Status st;
+  const std::vector<int> rankErr{MPI_ERR_RANK};
+  std::vector<Case> cases = {
+      {"intercommunicator: Sendrecv to the remote size",
+       [&] { return MPI_Sendrecv(sb.ptr(), bad, MPI_BYTE, remote, 5, rb.ptr(), bad, MPI_BYTE, 0, 5, inter, &st); },
+       rankErr},
+      {"intercommunicator: Sendrecv from the remote size",
+       [&] { return MPI_Sendrecv(sb.ptr(), bad, MPI_BYTE, 0, 5, rb.ptr(), bad, MPI_BYTE, remote, 5, inter, &st); },
+       rankErr},
+      {"intercommunicator: Isend to the remote size",
+       [&] { int rc = MPI_Isend(sb.ptr(), bad, MPI_BYTE, remote, 5, inter, &q); freeIfMade(&q, "Isend"); return rc; },
+       rankErr},
+      {"intercommunicator: Irecv from the remote size",
+       [&] { int rc = MPI_Irecv(rb.ptr(), bad, MPI_BYTE, remote, 5, inter, &q); freeIfMade(&q, "Irecv"); return rc; },
+       rankErr},
+  };
+  refuseAll(cases, kinds.c_str());
+  rb.expect(0, 0, ("intercommunicator: the receive buffer after the refused calls " + kinds).c_str());
+  // Rank 0 with each remote rank in turn; every other rank with remote rank 0 (world rank 0).
+  for (int i = 0; i < (color == 0 ? remote : 1); ++i) {
+    int got = -1;
+    T_MPI(MPI_Sendrecv(sb.ptr(), good, MPI_BYTE, i, 5, rb.ptr(), n, MPI_BYTE, i, 5, inter, &st));
+    MPI_Get_count(&st, MPI_BYTE, &got);
+    const int from = color == 0 ? i + 1 : 0;  // the world rank of remote rank i
+    T_CHECK(got == static_cast<int>(good), "intercommunicator (%s): %d bytes from remote rank %d (local size %d)",
+            kinds.c_str(), got, i, size);
+    rb.expect(t::seedOf(from, msg, 7), good, ("intercommunicator: exchange with remote rank " + std::to_string(i) +
+                                              " " + kinds).c_str());
+    rb.poison();
+  }
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -238,5 +295,6 @@ int main(int argc, char** argv) {
   int msg = 0;
   if (t::size() % 2 == 0)
     for (auto [sk, rk] : pairs) badCalls(sk, rk, ++msg, cgdr);
+  for (auto [sk, rk] : pairs) interRanks(sk, rk, ++msg);
   return t::finish("p2p_args");
 }
