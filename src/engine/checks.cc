@@ -26,13 +26,6 @@ bool looksRight(const void* buf, int count, MPI_Datatype t) {
   return count >= 0 && (buf != nullptr || count == 0) && base::typeAccepted(t);
 }
 
-// A peer a persistent init may name on a communicator cgdr knows (others are always checked).
-bool peerOk(MPI_Comm c, int peer, bool receive) {
-  const CommInfo* info = comms::find(c);
-  if (!info) return false;
-  return peer == MPI_PROC_NULL || (receive && peer == MPI_ANY_SOURCE) || (peer >= 0 && peer < info->size);
-}
-
 // Whether `peer` can be a send's destination or a receive's source on `c`: a special value, or a
 // rank below the communicator's size (the remote group's for an intercommunicator). A
 // communicator cgdr does not know is asked (not MPI_COMM_NULL, which the MPI itself refuses).
@@ -46,6 +39,20 @@ bool peerInRange(MPI_Comm c, int peer, bool receive) {
   if (inter) PMPI_Comm_remote_size(c, &n);
   else PMPI_Comm_size(c, &n);
   return peer < n;
+}
+
+// A peer a persistent init may name on a communicator cgdr knows (others are always checked).
+bool peerOk(MPI_Comm c, int peer, bool receive) { return comms::find(c) && peerInRange(c, peer, receive); }
+
+// The peers a send-receive passes to the MPI for its verdict where one is out of range: the bad
+// one kept, a good one replaced by MPI_PROC_NULL (refused before it communicates).
+struct Peers {
+  bool inRange;
+  int dest, source;
+};
+Peers peersOf(const base::SendArgs& s, const base::RecvArgs& r) {
+  const bool destOk = peerInRange(s.comm, s.peer, false), srcOk = peerInRange(r.comm, r.peer, true);
+  return {destOk && srcOk, destOk ? MPI_PROC_NULL : s.peer, srcOk ? MPI_PROC_NULL : r.peer};
 }
 
 // Every argument of a send or receive looks right: the quick look that lets a call go on
@@ -127,13 +134,11 @@ int recvPeer(const base::RecvArgs& a, Call call, const MPI_Request* r) {
 // A send-receive names two peers, and the MPI refuses the whole call where either is out of range,
 // before anything moves. cgdr posts its two halves apart, so it checks the ranks first: a
 // receive posted beside a refused send would wait for ever (and a send beside a refused receive
-// would deliver a message the MPI never sends). The verdict is the MPI's own call with the bad
-// peer kept and the good one replaced by MPI_PROC_NULL: refused before it communicates.
+// would deliver a message the MPI never sends). The verdict is the MPI's own call (peersOf).
 int sendrecv(const base::SendArgs& s, const base::RecvArgs& r) {
-  const bool destOk = peerInRange(s.comm, s.peer, false), srcOk = peerInRange(r.comm, r.peer, true);
-  if (!destOk || !srcOk)
-    return PMPI_Sendrecv(s.buf, s.count, s.type, destOk ? MPI_PROC_NULL : s.peer, s.tag, r.buf, r.count, r.type,
-                         srcOk ? MPI_PROC_NULL : r.peer, r.tag, s.comm, MPI_STATUS_IGNORE);
+  if (const Peers p = peersOf(s, r); !p.inRange)
+    return PMPI_Sendrecv(s.buf, s.count, s.type, p.dest, s.tag, r.buf, r.count, r.type, p.source, r.tag, s.comm,
+                         MPI_STATUS_IGNORE);
   if (tagOk(s.tag, false) && tagOk(r.tag, true) && looksRight(s.buf, s.count, s.type) &&
       looksRight(r.buf, r.count, r.type))
     return MPI_SUCCESS;
@@ -144,10 +149,8 @@ int sendrecv(const base::SendArgs& s, const base::RecvArgs& r) {
 }
 
 int sendrecvReplace(const base::SendArgs& s, const base::RecvArgs& r) {
-  const bool destOk = peerInRange(s.comm, s.peer, false), srcOk = peerInRange(r.comm, r.peer, true);
-  if (!destOk || !srcOk)
-    return PMPI_Sendrecv_replace(r.buf, r.count, r.type, destOk ? MPI_PROC_NULL : s.peer, s.tag,
-                                 srcOk ? MPI_PROC_NULL : r.peer, r.tag, s.comm, MPI_STATUS_IGNORE);
+  if (const Peers p = peersOf(s, r); !p.inRange)
+    return PMPI_Sendrecv_replace(r.buf, r.count, r.type, p.dest, s.tag, p.source, r.tag, s.comm, MPI_STATUS_IGNORE);
   if (tagOk(s.tag, false) && tagOk(r.tag, true) && looksRight(s.buf, s.count, s.type)) return MPI_SUCCESS;
   return verdict(nullptr, s.type, MPI_DATATYPE_NULL, [&](MPI_Request*) {
     return PMPI_Sendrecv_replace(r.buf, r.count, r.type, MPI_PROC_NULL, s.tag, MPI_PROC_NULL, r.tag, s.comm,

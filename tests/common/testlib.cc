@@ -1,9 +1,13 @@
 #include "testlib.hpp"
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -352,13 +356,53 @@ bool refusedWith(int rc, const char* cause, std::string* text) {
 }
 
 bool failedAs(int rc, int cls, const char* cgdrText, std::string* text) {
+  return failedAs(rc, std::vector<int>{cls}, cgdrText, text);
+}
+
+bool failedAs(int rc, const std::vector<int>& cls, const char* cgdrText, std::string* text) {
   text->clear();
   if (rc == MPI_SUCCESS) return false;
   char s[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
   MPI_Error_string(rc, s, &len);
   *text = s;
-  return errorClass(rc) == cls || (cgdrText && std::strstr(s, cgdrText) != nullptr);
+  for (int c : cls)
+    if (errorClass(rc) == c) return true;
+  return cgdrText && std::strstr(s, cgdrText) != nullptr;
+}
+
+std::string classList(const std::vector<int>& cls) {
+  std::string s;
+  for (int c : cls) s += (s.empty() ? "" : " or ") + std::to_string(c);
+  return s;
+}
+
+struct Deadline::State {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watcher;
+};
+
+Deadline::Deadline(int seconds, std::string what) : state_(new State) {
+  state_->watcher = std::thread([st = state_, seconds, what = std::move(what)] {
+    std::unique_lock<std::mutex> lock(st->m);
+    if (st->cv.wait_for(lock, std::chrono::seconds(seconds), [st] { return st->done; })) return;
+    std::fprintf(stderr, "FAIL [rank %d] %s: did not return in %d s (a call that must be refused blocked)\n", gRank,
+                 what.c_str(), seconds);
+    std::fflush(stderr);
+    std::_Exit(3);
+  });
+}
+
+Deadline::~Deadline() {
+  {
+    std::lock_guard<std::mutex> lock(state_->m);
+    state_->done = true;
+  }
+  state_->cv.notify_one();
+  state_->watcher.join();
+  delete state_;
 }
 
 RefusedSends::RefusedSends(int peer, const std::vector<int>& tags, std::size_t maxBytes)

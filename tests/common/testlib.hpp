@@ -104,6 +104,24 @@ bool refusedWith(int rc, const char* cause, std::string* text);
 // its error string (cgdr's own errors: a class of their own on MPICH, "cgdr: invalid argument" for
 // example). *text receives the error string ("" for MPI_SUCCESS), for the failure message.
 bool failedAs(int rc, int cls, const char* cgdrText, std::string* text);
+// The same for a call the MPI may refuse with any of the classes `cls`.
+bool failedAs(int rc, const std::vector<int>& cls, const char* cgdrText, std::string* text);
+// "c1 or c2 ...": error classes, for a failure message.
+std::string classList(const std::vector<int>& cls);
+// Ends the process, naming `what`, should it live `seconds` more before this is destroyed: a call
+// that must be refused at once and blocks instead (a receive posted beside a refused send) fails
+// the test in seconds, with the call's name, rather than at the run's timeout.
+class Deadline {
+ public:
+  Deadline(int seconds, std::string what);
+  ~Deadline();
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+ private:
+  struct State;
+  State* state_;
+};
 // Receives from `peer` into host memory, one per tag, posted before sends that must be refused:
 // a send wrongly let through then fails check() instead of hanging the test. check() is
 // collective (a barrier, then every receive must still be pending; they are cancelled; a barrier).

@@ -49,12 +49,6 @@ struct Case {
   MPI_Request* made = nullptr;  // a request the call must leave MPI_REQUEST_NULL
 };
 
-std::string classes(const std::vector<int>& cs) {
-  std::string s;
-  for (int c : cs) s += (s.empty() ? "" : " or ") + std::to_string(c);
-  return s;
-}
-
 constexpr int kN = 64;       // elements of each buffer
 constexpr int kPacked = 512;  // bytes of the pack buffer
 
@@ -89,14 +83,15 @@ void refuseAll(const std::vector<Case>& cases, Bufs& b, const std::string& kinds
   for (const Case& c : cases) {
     if (c.made) *c.made = MPI_REQUEST_NULL;
     seen = Seen{};
-    int rc = c.call();
-    char text[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    if (rc != MPI_SUCCESS) MPI_Error_string(rc, text, &len);
-    bool classOk = false;
-    for (int e : c.expect) classOk = classOk || (rc != MPI_SUCCESS && t::errorClass(rc) == e);
-    T_CHECK(classOk, "%s (%s): returned %d, class %d (\"%s\"), expected class %s", c.what, kinds.c_str(), rc,
-            rc == MPI_SUCCESS ? 0 : t::errorClass(rc), text, classes(c.expect).c_str());
+    int rc;
+    {
+      t::Deadline d(60, std::string(c.what) + " (" + kinds + ")");
+      rc = c.call();
+    }
+    std::string text;
+    T_CHECK(t::failedAs(rc, c.expect, nullptr, &text), "%s (%s): returned %d, class %d (\"%s\"), expected class %s",
+            c.what, kinds.c_str(), rc, rc == MPI_SUCCESS ? 0 : t::errorClass(rc), text.c_str(),
+            t::classList(c.expect).c_str());
     T_CHECK(seen.calls == 1, "%s (%s): the error handler was called %d times", c.what, kinds.c_str(), seen.calls);
     T_CHECK(seen.calls == 0 || seen.comm == c.handlerComm, "%s (%s): the handler of another communicator was called",
             c.what, kinds.c_str());
@@ -233,6 +228,11 @@ void badCalls(t::Kind sk, t::Kind rk, int msg, MPI_Comm d, MPI_Comm cart) {
       {"Pack uncommitted type", [&] { return MPI_Pack(s, 2, loose, p, kPacked, &pos, d); }, typeErr, d},
       {"Unpack MPI_DATATYPE_NULL", [&] { return MPI_Unpack(p, kPacked, &pos, r, 4, MPI_DATATYPE_NULL, d); }, typeErr,
        d},
+      {"Pack count -1", [&] { return MPI_Pack(s, -1, MPI_INT, p, kPacked, &pos, d); }, {MPI_ERR_COUNT, MPI_ERR_ARG},
+       d},
+      {"Unpack uncommitted type", [&] { return MPI_Unpack(p, kPacked, &pos, r, 2, loose, d); }, typeErr, d},
+      {"Unpack count -1", [&] { return MPI_Unpack(p, kPacked, &pos, r, -1, MPI_INT, d); },
+       {MPI_ERR_COUNT, MPI_ERR_ARG}, d},
       {"Reduce_local MPI_OP_NULL", [&] { return MPI_Reduce_local(s, r, 4, MPI_INT, MPI_OP_NULL); }, opErr, w},
       {"Reduce_local MPI_DATATYPE_NULL", [&] { return MPI_Reduce_local(s, r, 4, MPI_DATATYPE_NULL, MPI_SUM); },
        {MPI_ERR_TYPE, MPI_ERR_OP}, w},  // both MPIs: MPI_ERR_OP (no MPI_SUM on that type)
@@ -242,6 +242,20 @@ void badCalls(t::Kind sk, t::Kind rk, int msg, MPI_Comm d, MPI_Comm cart) {
          return MPI_Pack_external("external32", s, 4, MPI_DATATYPE_NULL, p, kPacked, &apos);
        },
        typeErr, w},
+      {"Pack_external uncommitted type",
+       [&] {
+         MPI_Aint apos = 0;
+         return MPI_Pack_external("external32", s, 2, loose, p, kPacked, &apos);
+       },
+       typeErr, w},
+      {"Unpack_external count -1",
+       [&] {
+         MPI_Aint apos = 0;
+         return MPI_Unpack_external("external32", p, kPacked, &apos, r, -1, MPI_INT);
+       },
+       {MPI_ERR_COUNT, MPI_ERR_ARG}, w},
+      // No representation but "external32" is valid, yet neither Open MPI 4.1 nor MPICH 4.0 refuses
+      // another ("native" packs, with MPI_SUCCESS): not a case here.
   };
   // Calls one of the MPIs crashes on, not checking the argument (Open MPI 4.1 reads a null pointer
   // first; MPICH 4.0 checks no count arrays and no negative count of MPI_Allreduce): each is tried
