@@ -388,7 +388,7 @@ Deadline::Deadline(int seconds, std::string what) : state_(new State) {
   state_->watcher = std::thread([st = state_, seconds, what = std::move(what)] {
     std::unique_lock<std::mutex> lock(st->m);
     if (st->cv.wait_for(lock, std::chrono::seconds(seconds), [st] { return st->done; })) return;
-    std::fprintf(stderr, "FAIL [rank %d] %s: did not return in %d s (a call that must be refused blocked)\n", gRank,
+    std::fprintf(stderr, "FAIL [rank %d] %s: did not return in %d s\n", gRank,
                  what.c_str(), seconds);
     std::fflush(stderr);
     std::_Exit(3);

@@ -109,8 +109,9 @@ bool failedAs(int rc, const std::vector<int>& cls, const char* cgdrText, std::st
 // "c1 or c2 ...": error classes, for a failure message.
 std::string classList(const std::vector<int>& cls);
 // Ends the process, naming `what`, should it live `seconds` more before this is destroyed: a call
-// that must be refused at once and blocks instead (a receive posted beside a refused send) fails
-// the test in seconds, with the call's name, rather than at the run's timeout.
+// that must return at once and blocks instead (a receive posted beside a refused send, an exchange
+// whose partner was wrongly refused) fails the test in seconds, with the call's name, rather than
+// at the run's timeout.
 class Deadline {
  public:
   Deadline(int seconds, std::string what);

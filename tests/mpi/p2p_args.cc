@@ -1,13 +1,13 @@
-// Arguments MPI forbids, given to the point-to-point, probe and completion calls with
-// MPI_ERRORS_RETURN: a bad tag, a negative count, MPI_DATATYPE_NULL, a datatype never committed,
-// a null buffer with data, a null request, flag or message handle, a rank out of range (at a
-// persistent init, a send, a receive, a probe, either peer of a send-receive; on an
-// intercommunicator, of the remote group), bad matched receives of a held message (which keep
+// Arguments MPI forbids, given to the point-to-point, probe and completion calls with an error
+// handler that counts its calls and returns: a bad tag, a negative count, MPI_DATATYPE_NULL, a
+// datatype never committed, a null buffer with data, a null request, flag or message handle, a rank
+// out of range (at a persistent init, a send, a receive, a probe, either peer of a send-receive; on
+// an intercommunicator, of the remote group), bad matched receives of a held message (which keep
 // it), MPI_COMM_WORLD freed on one rank. Each call must fail with the error class the MPI itself
-// gives (the same program runs on the real MPI alone), move nothing (a receive for any tag is
-// posted first and must stay empty) and leave the ranks able to exchange messages byte-exact
-// afterwards. cgdr serves messages between co-located ranks without the real MPI, so it must make
-// these checks itself rather than crash, hang or send.
+// gives (the same program runs on the real MPI alone), call the handler once, move nothing (a
+// receive for any tag is posted first and must stay empty) and leave the ranks able to exchange
+// messages byte-exact afterwards. cgdr serves messages between co-located ranks without the real
+// MPI, so it must make these checks itself rather than crash, hang or send.
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -27,11 +27,25 @@ struct Case {
                                // class of their own where the MPI would not show their text: MPICH)
 };
 
-// Runs each case, checking it fails with one of its classes within a minute (a case frees a
-// request its call wrongly made, with freeIfMade, so one defect does not stall the rest).
+// What the error handlers saw since the last reset: an error handler that counts and returns
+// (MPI_ERRORS_RETURN's behaviour, seen), on every communicator of the test.
+struct Seen {
+  int calls = 0;
+  int code = MPI_SUCCESS;
+} seen;
+
+void countingHandler(MPI_Comm*, int* code, ...) {
+  ++seen.calls;
+  seen.code = *code;
+}
+
+// Runs each case, checking it fails with one of its classes within a minute, having called the
+// error handler once with the code it returned (a case frees a request its call wrongly made, with
+// freeIfMade, so one defect does not stall the rest).
 void refuseAll(const std::vector<Case>& cases, const char* kinds) {
   for (const Case& c : cases) {
     int rc;
+    seen = Seen{};
     {
       t::Deadline d(60, std::string(c.what) + " (" + kinds + ")");
       rc = c.call();
@@ -39,6 +53,9 @@ void refuseAll(const std::vector<Case>& cases, const char* kinds) {
     std::string text;
     T_CHECK(t::failedAs(rc, c.expect, c.text, &text), "%s (%s): returned %d, class %d (\"%s\"), expected class %s",
             c.what, kinds, rc, rc == MPI_SUCCESS ? 0 : t::errorClass(rc), text.c_str(), t::classList(c.expect).c_str());
+    T_CHECK(seen.calls == 1, "%s (%s): the error handler was called %d times", c.what, kinds, seen.calls);
+    T_CHECK(seen.calls == 0 || seen.code == rc, "%s (%s): the handler saw code %d, the call returned %d", c.what, kinds,
+            seen.code, rc);
   }
 }
 
@@ -232,7 +249,10 @@ void interRanks(t::Kind sk, t::Kind rk, int msg) {
   MPI_Comm local = MPI_COMM_NULL, inter = MPI_COMM_NULL;
   T_MPI(MPI_Comm_split(MPI_COMM_WORLD, color, me, &local));
   T_MPI(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, color == 0 ? 1 : 0, 21, &inter));
-  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  MPI_Errhandler counting;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &counting);
+  MPI_Comm_set_errhandler(inter, counting);
+  MPI_Errhandler_free(&counting);
   int remote = 0, size = 0;
   MPI_Comm_remote_size(inter, &remote);
   MPI_Comm_size(inter, &size);
@@ -263,7 +283,11 @@ void interRanks(t::Kind sk, t::Kind rk, int msg) {
   // Rank 0 with each remote rank in turn; every other rank with remote rank 0 (world rank 0).
   for (int i = 0; i < (color == 0 ? remote : 1); ++i) {
     int got = -1;
-    T_MPI(MPI_Sendrecv(sb.ptr(), good, MPI_BYTE, i, 5, rb.ptr(), n, MPI_BYTE, i, 5, inter, &st));
+    {
+      // A rank refused here leaves its partner waiting: fail in a minute, naming the exchange.
+      t::Deadline d(60, "intercommunicator (" + kinds + "): the exchange with remote rank " + std::to_string(i));
+      T_MPI(MPI_Sendrecv(sb.ptr(), good, MPI_BYTE, i, 5, rb.ptr(), n, MPI_BYTE, i, 5, inter, &st));
+    }
     MPI_Get_count(&st, MPI_BYTE, &got);
     const int from = color == 0 ? i + 1 : 0;  // the world rank of remote rank i
     T_CHECK(got == static_cast<int>(good), "intercommunicator (%s): %d bytes from remote rank %d (local size %d)",
@@ -282,7 +306,10 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   auto pairs = t::kindPairs(argc, argv);
   t::setup(pairs, "p2p_args");
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Errhandler counting;
+  MPI_Comm_create_errhandler(countingHandler, &counting);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, counting);
+  MPI_Errhandler_free(&counting);
   const char* pre = std::getenv("CGDRTEST_PRELOADED");
   const bool cgdr = pre && std::strcmp(pre, "1") == 0;
   int msg = 0;
