@@ -371,10 +371,52 @@ bool failedAs(int rc, const std::vector<int>& cls, const char* cgdrText, std::st
   return cgdrText && std::strstr(s, cgdrText) != nullptr;
 }
 
+namespace {
+
+// What the counting handler saw since expectRefused last reset it.
+struct Seen {
+  int calls = 0;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int code = MPI_SUCCESS;
+} gSeen;
+
+void countingHandler(MPI_Comm* comm, int* code, ...) {
+  ++gSeen.calls;
+  gSeen.comm = *comm;
+  gSeen.code = *code;
+}
+
 std::string classList(const std::vector<int>& cls) {
   std::string s;
   for (int c : cls) s += (s.empty() ? "" : " or ") + std::to_string(c);
   return s;
+}
+
+}  // namespace
+
+MPI_Errhandler countingErrhandler() {
+  MPI_Errhandler h = MPI_ERRHANDLER_NULL;
+  MPI_Comm_create_errhandler(countingHandler, &h);
+  return h;
+}
+
+int expectRefused(const std::function<int()>& call, const std::vector<int>& expect, const char* cgdrText,
+                  MPI_Comm comm, const std::string& what) {
+  gSeen = Seen{};
+  int rc;
+  {
+    Deadline d(60, what);
+    rc = call();
+  }
+  std::string text;
+  T_CHECK(failedAs(rc, expect, cgdrText, &text), "%s: returned %d, class %d (\"%s\"), expected class %s", what.c_str(),
+          rc, rc == MPI_SUCCESS ? 0 : errorClass(rc), text.c_str(), classList(expect).c_str());
+  T_CHECK(gSeen.calls == 1, "%s: the error handler was called %d times", what.c_str(), gSeen.calls);
+  T_CHECK(gSeen.calls == 0 || comm == MPI_COMM_NULL || gSeen.comm == comm,
+          "%s: the handler of another communicator was called", what.c_str());
+  T_CHECK(gSeen.calls == 0 || gSeen.code == rc, "%s: the handler saw code %d, the call returned %d", what.c_str(),
+          gSeen.code, rc);
+  return rc;
 }
 
 struct Deadline::State {
@@ -388,8 +430,7 @@ Deadline::Deadline(int seconds, std::string what) : state_(new State) {
   state_->watcher = std::thread([st = state_, seconds, what = std::move(what)] {
     std::unique_lock<std::mutex> lock(st->m);
     if (st->cv.wait_for(lock, std::chrono::seconds(seconds), [st] { return st->done; })) return;
-    std::fprintf(stderr, "FAIL [rank %d] %s: did not return in %d s\n", gRank,
-                 what.c_str(), seconds);
+    std::fprintf(stderr, "FAIL [rank %d] %s: did not return in %d s\n", gRank, what.c_str(), seconds);
     std::fflush(stderr);
     std::_Exit(3);
   });

@@ -106,8 +106,15 @@ bool refusedWith(int rc, const char* cause, std::string* text);
 bool failedAs(int rc, int cls, const char* cgdrText, std::string* text);
 // The same for a call the MPI may refuse with any of the classes `cls`.
 bool failedAs(int rc, const std::vector<int>& cls, const char* cgdrText, std::string* text);
-// "c1 or c2 ...": error classes, for a failure message.
-std::string classList(const std::vector<int>& cls);
+// An error handler that counts its calls and returns (MPI_ERRORS_RETURN's behaviour, seen by
+// expectRefused); the caller frees it.
+MPI_Errhandler countingErrhandler();
+// Runs `call`, which must be refused: return within 60 s (Deadline), with one of the classes
+// `expect` (or, given cgdrText, that text in its error string), having called the counting
+// handler once with the code it returned, that of `comm` where comm is not MPI_COMM_NULL.
+// `what` names the call in failure messages. Returns the call's code.
+int expectRefused(const std::function<int()>& call, const std::vector<int>& expect, const char* cgdrText,
+                  MPI_Comm comm, const std::string& what);
 // Ends the process, naming `what`, should it live `seconds` more before this is destroyed: a call
 // that must return at once and blocks instead (a receive posted beside a refused send, an exchange
 // whose partner was wrongly refused) fails the test in seconds, with the call's name, rather than

@@ -29,19 +29,6 @@ namespace {
 
 int me, np;
 
-// What the error handlers saw since the last reset.
-struct Seen {
-  int calls = 0;
-  MPI_Comm comm = MPI_COMM_NULL;
-  int code = MPI_SUCCESS;
-} seen;
-
-void countingHandler(MPI_Comm* comm, int* code, ...) {
-  ++seen.calls;
-  seen.comm = *comm;
-  seen.code = *code;
-}
-
 struct Case {
   const char* what;
   std::function<int()> call;
@@ -83,21 +70,7 @@ struct Bufs {
 void refuseAll(const std::vector<Case>& cases, Bufs& b, const std::string& kinds) {
   for (const Case& c : cases) {
     if (c.made) *c.made = MPI_REQUEST_NULL;
-    seen = Seen{};
-    int rc;
-    {
-      t::Deadline d(60, std::string(c.what) + " (" + kinds + ")");
-      rc = c.call();
-    }
-    std::string text;
-    T_CHECK(t::failedAs(rc, c.expect, nullptr, &text), "%s (%s): returned %d, class %d (\"%s\"), expected class %s",
-            c.what, kinds.c_str(), rc, rc == MPI_SUCCESS ? 0 : t::errorClass(rc), text.c_str(),
-            t::classList(c.expect).c_str());
-    T_CHECK(seen.calls == 1, "%s (%s): the error handler was called %d times", c.what, kinds.c_str(), seen.calls);
-    T_CHECK(seen.calls == 0 || seen.comm == c.handlerComm, "%s (%s): the handler of another communicator was called",
-            c.what, kinds.c_str());
-    T_CHECK(seen.calls == 0 || seen.code == rc, "%s (%s): the handler saw code %d, the call returned %d", c.what,
-            kinds.c_str(), seen.code, rc);
+    t::expectRefused(c.call, c.expect, nullptr, c.handlerComm, std::string(c.what) + " (" + kinds + ")");
     if (c.made) {
       T_CHECK(*c.made == MPI_REQUEST_NULL, "%s (%s): made a request", c.what, kinds.c_str());
       if (*c.made != MPI_REQUEST_NULL) MPI_Request_free(c.made);
@@ -305,8 +278,7 @@ int main(int argc, char** argv) {
   t::setup(pairs, "coll_args");
   me = t::rank();
   np = t::size();
-  MPI_Errhandler counting;
-  MPI_Comm_create_errhandler(countingHandler, &counting);
+  MPI_Errhandler counting = t::countingErrhandler();
   MPI_Comm d = MPI_COMM_NULL, cart = MPI_COMM_NULL;
   T_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &d));
   int dims[1] = {np}, periods[1] = {1};
