@@ -45,7 +45,35 @@ skip_reasons() {
     /: Skipped$/ { grab = 1; next }
     /^(rank [0-9]+: )?SKIP[: ]/ { if (!(name in why)) why[name] = $0 }
     END { for (t in keep) print "  skipped " t ": " (t in why ? why[t] : "(no reason in its output)") }
-  ' "$1/Testing/Temporary/LastTest.log" | sort
+  ' "$(last_test_log "$1")" | sort
+}
+# last_test_log BUILD: ctest's detailed log of BUILD's last run; a ctest stopped by `timeout` leaves
+# it as LastTest.log.tmp.
+last_test_log() {
+  local d=$1/Testing/Temporary
+  if [ -f "$d/LastTest.log.tmp" ] && [ ! "$d/LastTest.log" -nt "$d/LastTest.log.tmp" ]; then
+    echo "$d/LastTest.log.tmp"
+  else
+    echo "$d/LastTest.log"
+  fi
+}
+# ctest_verdict CTEST_LOG LIMIT: ctest's "N% tests passed" line; where ctest was stopped at LIMIT
+# seconds before it printed one, how many tests finished and how, and which started and never ended.
+ctest_verdict() {
+  grep -E 'tests passed' "$1" && return 0
+  awk -v lim="$2" '
+    /^ +Start +[0-9]+: / { started[$2 + 0] = $3 }
+    / Test +#[0-9]+: / {
+      n++; split($0, a, "/"); total = a[2] + 0
+      sub(/.*#/, ""); ended[$1 + 0] = 1
+      if ($0 ~ /\*\*\*Skipped/) sk++; else if ($0 ~ / Passed /) ok++; else bad++
+    }
+    END {
+      line = "no result: stopped at the limit of " lim " s; " n + 0 " of " total + 0 " tests ended (" \
+        ok + 0 " passed, " sk + 0 " skipped, " bad + 0 " failed)"
+      for (i in started) if (!(i in ended)) open_ = open_ " " started[i]
+      print line (open_ == "" ? "" : "; still running:" open_)
+    }' "$1"
 }
 
 if has env 10; then
@@ -97,12 +125,12 @@ if has tests 60; then
   reserve=30; [[ " $steps " == *" pods "* || " $steps " == *" compare "* ]] && reserve=240
   lim=$(( $(left) - reserve )); [ $lim -gt 360 ] && lim=360; [ $lim -lt 60 ] && lim=60
   (cd "$build" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 --output-on-failure) > "$logs/gpu-tests.log" 2>&1
-  say "gpu tests: $(grep -E 'tests passed' "$logs/gpu-tests.log" || echo 'no result')"
+  say "gpu tests: $(ctest_verdict "$logs/gpu-tests.log" "$lim")"
   grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests.log" | head -30 | tee -a "$summary"
   skip_reasons "$build" "$logs/gpu-tests.log" | head -40 | tee -a "$summary"
   if [[ " $steps " == *" hosttests "* ]]; then
     (cd "$build" && timeout 150 ctest -L "unit|mpi" -j8 --timeout 120 --output-on-failure) > "$logs/host-tests.log" 2>&1
-    say "host tests on the GPU machine: $(grep -E 'tests passed' "$logs/host-tests.log" || echo 'no result')"
+    say "host tests on the GPU machine: $(ctest_verdict "$logs/host-tests.log" 150)"
   fi
 fi
 
@@ -114,7 +142,7 @@ if has sanitize 120; then
     # (at most 300 s where the pods test follows; all 127 GPU tests took longer: sixty-second session)
     lim=$(( $(left) - 20 )); [[ " $steps " == *" pods "* ]] && [ $lim -gt 300 ] && lim=300
     (cd "$sb" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 --output-on-failure) > "$logs/sanitize-tests.log" 2>&1
-    say "gpu tests under ASan/UBSan: $(grep -E 'tests passed' "$logs/sanitize-tests.log" || echo 'no result')"
+    say "gpu tests under ASan/UBSan: $(ctest_verdict "$logs/sanitize-tests.log" "$lim")"
     grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/sanitize-tests.log" | head -30 | tee -a "$summary"
     skip_reasons "$sb" "$logs/sanitize-tests.log" | head -40 | tee -a "$summary"
     grep -hE "ERROR: AddressSanitizer|runtime error" "$logs/sanitize-tests.log" | sort | uniq -c | head -20 | tee -a "$summary"
@@ -319,7 +347,7 @@ if has mps 60; then
         lim=$(( $(left) - 20 )); [ $lim -lt 60 ] && lim=60
         (cd "$build" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 \
           --output-on-failure) > "$logs/gpu-tests-mps.log" 2>&1
-        say "gpu tests under MPS: $(grep -E 'tests passed' "$logs/gpu-tests-mps.log" || echo 'no result')"
+        say "gpu tests under MPS: $(ctest_verdict "$logs/gpu-tests-mps.log" "$lim")"
         grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests-mps.log" | head -30 | tee -a "$summary"
         skip_reasons "$build" "$logs/gpu-tests-mps.log" | head -40 | tee -a "$summary"
       fi
