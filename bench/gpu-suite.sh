@@ -123,7 +123,7 @@ export LD_LIBRARY_PATH="$top/.deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${L
 if has tests 60; then
   # Time kept for the long steps after the tests, where they were asked for.
   reserve=30; [[ " $steps " == *" pods "* || " $steps " == *" compare "* ]] && reserve=240
-  lim=$(( $(left) - reserve )); [ $lim -gt 360 ] && lim=360; [ $lim -lt 60 ] && lim=60
+  lim=$(( $(left) - reserve )); [ $lim -gt 450 ] && lim=450; [ $lim -lt 60 ] && lim=60
   (cd "$build" && timeout "$lim" ctest -L gpu -R "${SUITE_TESTS:-.}" -j4 --timeout 200 --output-on-failure) > "$logs/gpu-tests.log" 2>&1
   say "gpu tests: $(ctest_verdict "$logs/gpu-tests.log" "$lim")"
   grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests.log" | head -30 | tee -a "$summary"
