@@ -57,8 +57,8 @@ last_test_log() {
     echo "$d/LastTest.log"
   fi
 }
-# ctest_verdict CTEST_LOG LIMIT: ctest's "N% tests passed" line; where ctest was stopped at LIMIT
-# seconds before it printed one, how many tests finished and how, and which started and never ended.
+# ctest_verdict CTEST_LOG LIMIT: ctest's "N% tests passed" line; where ctest printed none (stopped at
+# its LIMIT seconds, say), how many tests ended and how, and which started and never ended.
 ctest_verdict() {
   grep -E 'tests passed' "$1" && return 0
   awk -v lim="$2" '
@@ -69,8 +69,9 @@ ctest_verdict() {
       if ($0 ~ /\*\*\*Skipped/) sk++; else if ($0 ~ / Passed /) ok++; else bad++
     }
     END {
-      line = "no result: stopped at the limit of " lim " s; " n + 0 " of " total + 0 " tests ended (" \
-        ok + 0 " passed, " sk + 0 " skipped, " bad + 0 " failed)"
+      line = "no result (ctest, given " lim " s, printed no summary); "
+      if (n == 0) line = line "no test ended"
+      else line = line n " of " total " tests ended (" ok + 0 " passed, " sk + 0 " skipped, " bad + 0 " failed)"
       for (i in started) if (!(i in ended)) open_ = open_ " " started[i]
       print line (open_ == "" ? "" : "; still running:" open_)
     }' "$1"
