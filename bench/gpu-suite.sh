@@ -47,15 +47,11 @@ skip_reasons() {
     END { for (t in keep) print "  skipped " t ": " (t in why ? why[t] : "(no reason in its output)") }
   ' "$(last_test_log "$1")" | sort
 }
-# last_test_log BUILD: ctest's detailed log of BUILD's last run; a ctest stopped by `timeout` leaves
-# it as LastTest.log.tmp.
+# last_test_log BUILD: ctest's detailed log of BUILD's last run. ctest writes it as LastTest.log.tmp
+# and renames it when done, so a .tmp left there is that of a ctest stopped by `timeout`.
 last_test_log() {
   local d=$1/Testing/Temporary
-  if [ -f "$d/LastTest.log.tmp" ] && [ ! "$d/LastTest.log" -nt "$d/LastTest.log.tmp" ]; then
-    echo "$d/LastTest.log.tmp"
-  else
-    echo "$d/LastTest.log"
-  fi
+  if [ -f "$d/LastTest.log.tmp" ]; then echo "$d/LastTest.log.tmp"; else echo "$d/LastTest.log"; fi
 }
 # ctest_verdict CTEST_LOG LIMIT: ctest's "N% tests passed" line; where ctest printed none (stopped at
 # its LIMIT seconds, say), how many tests ended and how, and which started and never ended.
@@ -130,8 +126,9 @@ if has tests 60; then
   grep -E "Failed|\*\*\*|FAIL|Timeout" "$logs/gpu-tests.log" | head -30 | tee -a "$summary"
   skip_reasons "$build" "$logs/gpu-tests.log" | head -40 | tee -a "$summary"
   if [[ " $steps " == *" hosttests "* ]]; then
-    (cd "$build" && timeout 150 ctest -L "unit|mpi" -j8 --timeout 120 --output-on-failure) > "$logs/host-tests.log" 2>&1
-    say "host tests on the GPU machine: $(ctest_verdict "$logs/host-tests.log" 150)"
+    hlim=150
+    (cd "$build" && timeout $hlim ctest -L "unit|mpi" -j8 --timeout 120 --output-on-failure) > "$logs/host-tests.log" 2>&1
+    say "host tests on the GPU machine: $(ctest_verdict "$logs/host-tests.log" $hlim)"
   fi
 fi
 
