@@ -26,11 +26,14 @@ bool looksRight(const void* buf, int count, MPI_Datatype t) {
   return count >= 0 && (buf != nullptr || count == 0) && base::typeAccepted(t);
 }
 
+// A peer value that names no rank and that the call may pass: MPI_PROC_NULL, or MPI_ANY_SOURCE for a receive.
+bool specialPeer(int peer, bool receive) { return peer == MPI_PROC_NULL || (receive && peer == MPI_ANY_SOURCE); }
+
 // Whether `peer` can be a send's destination or a receive's source on `c`: a special value, or a
 // rank below the communicator's size (the remote group's for an intercommunicator). A
 // communicator cgdr does not know is asked (not MPI_COMM_NULL, which the MPI itself refuses).
 bool peerInRange(MPI_Comm c, int peer, bool receive) {
-  if (peer == MPI_PROC_NULL || (receive && peer == MPI_ANY_SOURCE)) return true;
+  if (specialPeer(peer, receive)) return true;
   if (peer < 0) return false;
   if (const CommInfo* info = comms::find(c)) return peer < info->size;
   if (c == MPI_COMM_NULL) return true;
@@ -42,7 +45,10 @@ bool peerInRange(MPI_Comm c, int peer, bool receive) {
 }
 
 // A peer a persistent init may name on a communicator cgdr knows (others are always checked).
-bool peerOk(MPI_Comm c, int peer, bool receive) { return comms::find(c) && peerInRange(c, peer, receive); }
+bool peerOk(MPI_Comm c, int peer, bool receive) {
+  const CommInfo* info = comms::find(c);
+  return info && (specialPeer(peer, receive) || (peer >= 0 && peer < info->size));
+}
 
 // The peers a send-receive passes to the MPI for its verdict where one is out of range: the bad
 // one kept, a good one replaced by MPI_PROC_NULL (refused before it communicates).
